@@ -1,0 +1,24 @@
+#pragma once
+// Parsing of quantities with units, as written in scenarios and hardware files.
+//   bytes:      "80GiB", "141GB", "512MiB", "4096" (plain bytes); KB/MB/GB/TB are powers of 1000,
+//               KiB/MiB/GiB/TiB powers of 1024.
+//   bandwidth:  "900GB/s", "3.35TB/s", "64GiB/s", "400Gb/s" (bits), returned in bytes per second.
+//   duration:   "2.5us", "10ms", "1s", "300ns".
+//   flops:      "989TFLOP/s", "1.979PFLOP/s", returned in FLOP per second.
+// Each throws InputError with `what` (a key path) in the message when the text cannot be parsed.
+#include <cstdint>
+#include <string>
+
+#include "sim/core/time.h"
+
+namespace kvsim {
+
+int64_t parse_bytes(const std::string& text, const std::string& what);
+double parse_bandwidth(const std::string& text, const std::string& what);
+Duration parse_duration(const std::string& text, const std::string& what);
+double parse_flops(const std::string& text, const std::string& what);
+
+// Human-readable forms for reports: "1.50 GiB", "144.0 KiB".
+std::string format_bytes(double bytes);
+
+}  // namespace kvsim

@@ -1,0 +1,72 @@
+#pragma once
+// Typed records that models emit; sinks decide what is stored (HDF5, JSON summary, in memory).
+// Models never print or write files themselves.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/strong_int.h"
+#include "sim/core/time.h"
+
+namespace kvsim {
+
+// Why part of a prompt that matched in attention, or had been seen before, was not reused.
+enum class MissCause : uint8_t {
+  kNone = 0,        // everything reusable was reused (or nothing could have been)
+  kNeverSeen,       // the blocks were never in the cache
+  kEvicted,         // attention blocks had been cached but were evicted
+  kPartialBlock,    // the matching part ends inside a block (only whole blocks hit)
+  kDifferentImage,  // same text, different image in the block key
+  kNoSavedState,    // hybrid: attention matched, but no saved state inside the match
+  kStateEvicted,    // hybrid: the saved state had existed but was evicted
+};
+const char* miss_cause_name(MissCause c);
+constexpr int kNumMissCauses = 7;
+
+struct RequestRecord {
+  RequestId id;
+  SimTime arrival;
+  SimTime first_scheduled;
+  SimTime first_token;
+  SimTime finish;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;  // generated
+  int64_t requested_output_tokens = 0;
+  int64_t matched_tokens = 0;  // attention (full-attention group) match at admission
+  int64_t cached_tokens = 0;   // tokens actually reused from the GPU prefix cache
+  int64_t lost_tokens = 0;     // reusable tokens that were not reused, with `cause`
+  MissCause cause = MissCause::kNone;
+  int preemptions = 0;
+  bool finished = false;
+  int64_t prefix_queries_blocks = 0;           // vLLM prefix_cache_queries contribution (in blocks)
+  int64_t prefix_hits_blocks = 0;              // vLLM prefix_cache_hits contribution (in blocks)
+  std::vector<int64_t> saved_state_positions;  // hybrid: token positions of saved states (hashed)
+  int instance = 0;
+};
+
+struct StepRecord {
+  SimTime start;
+  SimTime end;
+  int num_prefill_requests = 0;
+  int num_decode_requests = 0;
+  int64_t num_prefill_tokens = 0;
+  int64_t num_decode_tokens = 0;
+  int running = 0;  // requests running after the step was planned
+  int waiting = 0;
+  int64_t kv_blocks_used = 0;    // pool blocks in use (excluding free/evictable cached blocks)
+  int64_t kv_blocks_cached = 0;  // free blocks that still hold a hash
+  int preemptions = 0;
+  int instance = 0;
+};
+
+// A sink receives records as the simulation produces them.
+class IRecordSink {
+ public:
+  virtual ~IRecordSink() = default;
+  virtual void on_request_done(const RequestRecord& r) = 0;
+  virtual void on_step(const StepRecord& s) = 0;
+  // `n` tokens of request `id` became available at `at` (first token included).
+  virtual void on_tokens(RequestId id, SimTime at, int64_t n) = 0;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,53 @@
+#include "sim/model/dtype.h"
+
+#include "sim/core/errors.h"
+
+namespace kvsim {
+
+int dtype_bits(DType t) {
+  switch (t) {
+    case DType::kFp32:
+      return 32;
+    case DType::kBf16:
+    case DType::kFp16:
+      return 16;
+    case DType::kFp8:
+    case DType::kFp8DsMla:
+      return 8;
+    case DType::kFp4:
+      return 4;
+  }
+  return 16;
+}
+
+double dtype_bytes(DType t) { return dtype_bits(t) / 8.0; }
+
+std::string dtype_name(DType t) {
+  switch (t) {
+    case DType::kFp32:
+      return "fp32";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
+    case DType::kFp8:
+      return "fp8";
+    case DType::kFp8DsMla:
+      return "fp8_ds_mla";
+    case DType::kFp4:
+      return "fp4";
+  }
+  return "?";
+}
+
+DType parse_dtype(const std::string& s, const std::string& what) {
+  if (s == "bf16" || s == "bfloat16") return DType::kBf16;
+  if (s == "fp16" || s == "float16" || s == "half") return DType::kFp16;
+  if (s == "fp8" || s == "fp8_e4m3" || s == "fp8_e5m2" || s == "float8") return DType::kFp8;
+  if (s == "fp8_ds_mla") return DType::kFp8DsMla;
+  if (s == "fp4" || s == "nvfp4" || s == "mxfp4") return DType::kFp4;
+  if (s == "fp32" || s == "float32" || s == "float") return DType::kFp32;
+  throw InputError(what + ": unknown dtype '" + s + "' (known: bf16, fp16, fp8, fp8_ds_mla, fp4, fp32)");
+}
+
+}  // namespace kvsim

@@ -1,0 +1,98 @@
+#pragma once
+// ModelSpec: what a Hugging Face config.json says about a model, reduced to what serving needs.
+// One LayerSpec per layer, each of one kind. Everything else (bytes per token, state size, weights,
+// block sizes, capacity) is derived in sizing.h from this struct alone.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvsim {
+
+enum class LayerKind {
+  kFullAttention,  // MHA/GQA/MQA: 2 x kv_heads x head_dim per token
+  kSlidingWindow,  // same row, but only the last `window` tokens are kept
+  kMla,            // DeepSeek latent attention: one (kv_lora_rank + rope) row per token
+  kSparseMla,      // DeepSeek-V3.2: MLA row plus an indexer key per token
+  kMamba2,         // fixed conv + SSM state
+  kGatedDeltaNet,  // fixed conv + SSM state (Qwen3-Next, Qwen3.5)
+  kRwkv6,          // fixed token-shift + wkv state
+  kNone,           // MLP-only: no cache
+};
+
+const char* layer_kind_name(LayerKind k);
+bool is_attention(LayerKind k);  // full, sliding, MLA, sparse MLA
+bool is_state(LayerKind k);      // Mamba2, gated DeltaNet, RWKV-6
+
+struct AttentionShape {
+  int num_kv_heads = 0;  // KV heads (1 for MQA; unused for MLA)
+  int head_dim = 0;      // per head, K and V the same
+  int window = 0;        // sliding window in tokens; 0 for full attention
+  int kv_lora_rank = 0;  // MLA latent width
+  int qk_rope_head_dim = 0;
+  int index_head_dim = 0;  // sparse MLA indexer key width
+};
+
+// Fixed state of one layer for one request, in elements, at tensor-parallel size 1.
+struct StateShape {
+  int64_t conv_dim = 0;   // conv channels (Mamba2/GDN), or token-shift width x2 for RWKV
+  int conv_rows = 0;      // conv_kernel - 1 (Mamba2/GDN); 1 for RWKV token shift
+  int64_t ssm_heads = 0;  // heads of the recurrent state (split across TP)
+  int64_t ssm_head_dim = 0;
+  int64_t ssm_state_dim = 0;
+  int n_groups = 0;  // Mamba2 B/C groups (padded under TP as vLLM does)
+  int64_t conv_elems() const { return conv_dim * conv_rows; }
+  int64_t ssm_elems() const { return ssm_heads * ssm_head_dim * ssm_state_dim; }
+};
+
+struct LayerSpec {
+  LayerKind kind = LayerKind::kNone;
+  AttentionShape attn;
+  StateShape state;
+  bool moe = false;
+  // Cross-layer sharing (CLA, YOCO): index of the layer whose cache this one reads, or -1.
+  int reads_cache_of = -1;
+};
+
+struct ModelSpec {
+  std::string name;  // file stem, e.g. "qwen3-8b"
+  std::string path;
+  std::string model_type;    // config model_type (of text_config when nested)
+  std::string architecture;  // architectures[0]
+  std::vector<LayerSpec> layers;
+
+  int64_t hidden_size = 0;
+  int num_attention_heads = 0;
+  int head_dim = 0;  // query head dim (attention layers)
+  int64_t vocab_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t max_position_embeddings = 0;  // 0 when the config has none
+  bool tie_word_embeddings = false;
+
+  // Mixture of experts (0 when dense).
+  int num_experts = 0;
+  int experts_per_token = 0;
+  int64_t moe_intermediate_size = 0;
+  int64_t shared_expert_intermediate_size = 0;
+
+  // The SSM-state dtype the config asks for ("float32"), or "" when silent; vLLM's per-model rule
+  // decides the default (see sizing.h, default_state_dtypes).
+  std::string ssm_state_dtype_hint;
+  std::string torch_dtype;  // "bfloat16", "float16", "float32" or ""
+  int mamba_chunk_size = 0;
+
+  // Parameters, counted from config shapes with each family's conventions.
+  int64_t params = 0;
+  int64_t active_params = 0;
+
+  // Vision tower (multimodal configs).
+  bool has_vision = false;
+  int vision_patch_size = 0;
+  int vision_spatial_merge = 0;
+  int64_t vision_params = 0;
+
+  int count(LayerKind k) const;
+  bool is_hybrid() const;  // attention layers and state layers both present
+  bool has_state() const;
+};
+
+}  // namespace kvsim
