@@ -44,6 +44,9 @@ class IRequestSource {
   virtual std::optional<RequestSpec> next() = 0;
   // Lines skipped because they were malformed (with --skip-bad-lines); 0 for generators.
   virtual int64_t skipped_lines() const { return 0; }
+  // > 0 for a closed loop: at most this many requests in flight, the next one arriving when one
+  // finishes (its arrival time is then set by the driver; the source's own arrival is ignored).
+  virtual int closed_loop_concurrency() const { return 0; }
 };
 
 }  // namespace kvsim
