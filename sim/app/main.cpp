@@ -1,6 +1,51 @@
+// kvsim: a discrete-event simulator of LLM serving built around the KV cache.
+// Subcommands: size, run, bench. Bad input prints one line "kvsim: error: ..." and exits with 2.
 #include <iostream>
+#include <string>
+#include <vector>
+
+#include "sim/app/commands.h"
+#include "sim/core/check.h"
+#include "sim/core/errors.h"
+
+namespace {
+
+const char* kUsage =
+    "kvsim — a discrete-event simulator of LLM serving built around the KV cache\n"
+    "\n"
+    "usage: kvsim <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  size CONFIG.json...   exact KV cache, state, weights and capacity per model\n"
+    "  run SCENARIO.yaml     replay a workload through a vLLM-like engine\n"
+    "  bench                 replay the Mooncake conversation trace and report simulator speed\n"
+    "\n"
+    "Run 'kvsim <command> --help' for the options of each command.\n";
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  std::cout << "kvsim\n";
-  return 0;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "kvsim " << KVSIM_VERSION << "\n";
+    return 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  try {
+    return kvsim::dispatch_command(cmd, args, std::cout);
+  } catch (const kvsim::InputError& e) {
+    std::cerr << "kvsim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const kvsim::InvariantError& e) {
+    std::cerr << "kvsim: internal error: " << e.what() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "kvsim: error: " << e.what() << "\n";
+    return 1;
+  }
 }

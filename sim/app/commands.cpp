@@ -1,0 +1,25 @@
+#include "sim/app/commands.h"
+
+#include <functional>
+#include <map>
+
+#include "sim/app/size_command.h"
+#include "sim/core/errors.h"
+
+namespace kvsim {
+
+int dispatch_command(const std::string& name, const std::vector<std::string>& args, std::ostream& out) {
+  using Fn = std::function<int(const std::vector<std::string>&, std::ostream&)>;
+  static const std::map<std::string, Fn> kCommands = {
+      {"size", run_size_command},
+  };
+  auto it = kCommands.find(name);
+  if (it == kCommands.end()) {
+    std::string known;
+    for (const auto& [k, v] : kCommands) known += (known.empty() ? "" : ", ") + k;
+    throw InputError("unknown command '" + name + "' (known: " + known + ")");
+  }
+  return it->second(args, out);
+}
+
+}  // namespace kvsim

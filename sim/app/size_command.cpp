@@ -1,0 +1,147 @@
+#include "sim/app/size_command.h"
+
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "sim/app/size_report.h"
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
+#include "sim/model/config_reader.h"
+#include "sim/scenario/hardware_catalog.h"
+
+namespace po = boost::program_options;
+
+namespace kvsim {
+namespace {
+
+po::options_description size_options() {
+  po::options_description d("kvsim size CONFIG.json... [options]\n\nExact KV cache, state, weights and capacity per model");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("kv-dtype", po::value<std::string>()->default_value("bf16"),
+     "KV cache dtype: bf16|fp16|fp8|fp8_ds_mla|fp4 (fp8 is per-tensor scaled; sparse MLA with fp8 uses "
+     "vLLM's fp8_ds_mla row)")
+    ("state-dtype", po::value<std::string>()->default_value("auto"),
+     "recurrent state dtype: auto (vLLM's per-model rule) | bf16 | fp16 | fp32 | mixed (conv bf16, ssm fp32)")
+    ("weight-dtype", po::value<std::string>(), "weight dtype for weight bytes (default bf16): bf16|fp16|fp8|fp4|fp32")
+    ("context", po::value<std::vector<int64_t>>()->composing(),
+     "context length in tokens; repeat for several (default 8192, 32768, 131072)")
+    ("images", po::value<int>()->default_value(0), "images per request (vision-language configs)")
+    ("image-size", po::value<std::string>()->default_value("1024x1024"), "image size WxH in pixels")
+    ("tp", po::value<int>()->default_value(1), "tensor-parallel size")
+    ("dcp", po::value<int>()->default_value(1), "decode-context-parallel size (shards the cache across tokens)")
+    ("decode-tp", po::value<int>()->default_value(0), "decode TP size for --link (default: --tp)")
+    ("gpu", po::value<std::string>(), "GPU from models/hardware/ (e.g. h100-sxm): capacity and max concurrency")
+    ("engine", po::value<std::string>()->default_value("vllm"), "memory rule and block size: vllm|sglang|trtllm")
+    ("gpu-memory-utilization", po::value<double>(),
+     "engine memory fraction (vLLM default 0.92, 0.9 before v0.21; SGLang mem_fraction_static by TP; "
+     "TensorRT-LLM free_gpu_memory_fraction 0.9)")
+    ("activation-reserve", po::value<std::string>(),
+     "memory kept for activations and CUDA graphs, e.g. 4GiB (default: the GPU file's activation_reserve)")
+    ("block-size", po::value<std::string>()->default_value("auto"), "engine block size in tokens, or auto")
+    ("link", po::value<std::string>(), "link from models/hardware/links.yaml: time to send one request's cache")
+    ("cla", po::value<int>()->default_value(1), "cross-layer attention: 2 or 3 adjacent layers share one cache")
+    ("yoco-window", po::value<int>()->default_value(0),
+     "YOCO: half the layers keep a W-token window, the other half read one shared cache")
+    ("hardware-dir", po::value<std::string>()->default_value(kDefaultHardwareDir), "hardware catalog directory")
+    ("format", po::value<std::string>()->default_value("table"), "output: table|json|csv")
+    ("config", po::value<std::vector<std::string>>(), "model config.json files (positional)");
+  // clang-format on
+  return d;
+}
+
+void parse_image_size(const std::string& s, int* w, int* h) {
+  const auto x = s.find('x');
+  try {
+    if (x == std::string::npos) throw std::invalid_argument("x");
+    size_t used = 0;
+    *w = std::stoi(s.substr(0, x), &used);
+    if (used != x) throw std::invalid_argument("w");
+    *h = std::stoi(s.substr(x + 1), &used);
+    if (used != s.size() - x - 1) throw std::invalid_argument("h");
+  } catch (const std::exception&) {
+    throw InputError("--image-size: expected WxH in pixels, e.g. 1024x1024 (got '" + s + "')");
+  }
+  if (*w <= 0 || *h <= 0) throw InputError("--image-size: width and height must be > 0 (got '" + s + "')");
+}
+
+}  // namespace
+
+int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc = size_options();
+  po::positional_options_description pos;
+  pos.add("config", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(std::string("size: ") + e.what());
+  }
+  if (vm.count("help")) {
+    out << desc << "\n";
+    return 0;
+  }
+  if (!vm.count("config")) throw InputError("size: no model config given (try: kvsim size models/qwen3-8b.json)");
+
+  SizeOptions opt;
+  opt.kv_dtype = parse_dtype(vm["kv-dtype"].as<std::string>(), "--kv-dtype");
+  opt.state_dtype = vm["state-dtype"].as<std::string>();
+  if (vm.count("weight-dtype")) opt.weight_dtype = parse_dtype(vm["weight-dtype"].as<std::string>(), "--weight-dtype");
+  opt.contexts = vm.count("context") ? vm["context"].as<std::vector<int64_t>>() : std::vector<int64_t>{8192, 32768, 131072};
+  for (int64_t c : opt.contexts)
+    if (c <= 0) throw InputError("--context must be > 0 (got " + std::to_string(c) + ")");
+  opt.images = vm["images"].as<int>();
+  if (opt.images < 0) throw InputError("--images must be >= 0");
+  parse_image_size(vm["image-size"].as<std::string>(), &opt.image_width, &opt.image_height);
+  opt.par.tp = vm["tp"].as<int>();
+  opt.par.dcp = vm["dcp"].as<int>();
+  opt.decode_tp = vm["decode-tp"].as<int>();
+  if (opt.decode_tp < 0) throw InputError("--decode-tp must be >= 1");
+  opt.engine = parse_engine(vm["engine"].as<std::string>(), "--engine");
+  if (vm.count("gpu-memory-utilization")) opt.memory_fraction = vm["gpu-memory-utilization"].as<double>();
+  if (vm.count("activation-reserve"))
+    opt.reserve_bytes = parse_bytes(vm["activation-reserve"].as<std::string>(), "--activation-reserve");
+  const std::string bs = vm["block-size"].as<std::string>();
+  if (bs != "auto") {
+    try {
+      size_t used = 0;
+      opt.block_size = std::stoi(bs, &used);
+      if (used != bs.size()) throw std::invalid_argument(bs);
+    } catch (const std::exception&) {
+      throw InputError("--block-size: expected a number of tokens or 'auto' (got '" + bs + "')");
+    }
+    if (opt.block_size <= 0) throw InputError("--block-size must be > 0 (got " + bs + ")");
+  }
+  opt.cla = vm["cla"].as<int>();
+  if (opt.cla != 1 && opt.cla != 2 && opt.cla != 3) throw InputError("--cla must be 1, 2 or 3");
+  opt.yoco_window = vm["yoco-window"].as<int>();
+  if (opt.yoco_window < 0) throw InputError("--yoco-window must be >= 0");
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "table" && format != "json" && format != "csv")
+    throw InputError("--format: unknown format '" + format + "' (known: table, json, csv)");
+  if (vm.count("gpu") || vm.count("link")) {
+    const HardwareCatalog hw = load_hardware_catalog(vm["hardware-dir"].as<std::string>());
+    if (vm.count("gpu")) opt.gpu = hw.gpu(vm["gpu"].as<std::string>());
+    if (vm.count("link")) opt.link = hw.link(vm["link"].as<std::string>());
+  }
+
+  std::vector<SizeReport> reports;
+  for (const auto& path : vm["config"].as<std::vector<std::string>>()) {
+    ModelSpec spec = read_model_config(path);
+    if (opt.cla > 1) apply_cla(spec, opt.cla);
+    if (opt.yoco_window > 0) apply_yoco(spec, opt.yoco_window);
+    reports.push_back(build_size_report(spec, opt));
+  }
+  if (format == "json")
+    print_size_json(reports, opt, out);
+  else if (format == "csv")
+    print_size_csv(reports, opt, out);
+  else
+    print_size_table(reports, opt, out);
+  return 0;
+}
+
+}  // namespace kvsim
