@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/core/errors.h"
@@ -51,7 +52,7 @@ class MapReader {
     return n.Scalar();
   }
 
-  // Keys in file order of appearance are not guaranteed by yaml-cpp; return them sorted.
+  // Keys in sorted order, so named entries load in a fixed order whatever the file order.
   std::vector<std::string> keys() const { return {keys_.begin(), keys_.end()}; }
 
   // Rejects keys that were never read.
