@@ -1,0 +1,288 @@
+#include "sim/scenario/scenario.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
+
+namespace kvsim {
+namespace {
+
+// Reads typed values from a YAML map and names file + key path in every error.
+class Reader {
+ public:
+  Reader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& msg) const {
+    throw InputError(source_ + ": " + key + ": " + msg);
+  }
+
+  void only_keys(const YAML::Node& node, const std::string& where, const std::set<std::string>& allowed) const {
+    if (!node.IsMap()) fail(where, "must be a mapping");
+    for (const auto& kv : node) {
+      const std::string k = kv.first.as<std::string>();
+      if (!allowed.count(k)) {
+        std::string known;
+        for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
+        fail(join(where, k), "unknown key (known: " + known + ")");
+      }
+    }
+  }
+
+  static std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+
+  std::string str(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(key, "must be a string");
+    return n.Scalar();
+  }
+  int64_t integer(const YAML::Node& n, const std::string& key, int64_t min = INT64_MIN) const {
+    if (!n.IsScalar()) fail(key, "must be an integer");
+    int64_t v;
+    try {
+      size_t used = 0;
+      const std::string s = n.Scalar();
+      v = std::stoll(s, &used);
+      if (used != s.size()) throw std::invalid_argument(s);
+    } catch (const std::exception&) {
+      fail(key, "must be an integer (got '" + n.Scalar() + "')");
+    }
+    if (v < min) fail(key, "must be >= " + std::to_string(min) + " (got " + std::to_string(v) + ")");
+    return v;
+  }
+  double number(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(key, "must be a number");
+    try {
+      size_t used = 0;
+      const std::string s = n.Scalar();
+      double v = std::stod(s, &used);
+      if (used != s.size()) throw std::invalid_argument(s);
+      return v;
+    } catch (const std::exception&) {
+      fail(key, "must be a number (got '" + n.Scalar() + "')");
+    }
+  }
+  bool boolean(const YAML::Node& n, const std::string& key) const {
+    const std::string s = n.IsScalar() ? n.Scalar() : "";
+    if (s == "true" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "no" || s == "off") return false;
+    fail(key, "must be true or false (got '" + s + "')");
+  }
+  // A duration in seconds: a plain number of seconds or a string with a unit ("500ms").
+  double seconds(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(key, "must be a duration");
+    const std::string s = n.Scalar();
+    try {
+      size_t used = 0;
+      double v = std::stod(s, &used);
+      if (used == s.size()) return v;
+    } catch (const std::exception&) {
+    }
+    return parse_duration(s, source_ + ": " + key).seconds();
+  }
+  int64_t bytes(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(key, "must be a size such as 4GiB");
+    return parse_bytes(n.Scalar(), source_ + ": " + key);
+  }
+
+ private:
+  std::string source_;
+};
+
+DistSpec read_dist(const Reader& r, const YAML::Node& n, const std::string& key, bool is_time) {
+  if (n.IsScalar()) return DistSpec::fixed(is_time ? r.seconds(n, key) : r.number(n, key));
+  r.only_keys(n, key, {"kind", "value", "mean", "stddev", "min", "max"});
+  DistSpec d;
+  if (n["kind"]) d.kind = r.str(n["kind"], key + ".kind");
+  auto num = [&](const char* k, double* out) {
+    if (n[k]) *out = is_time ? r.seconds(n[k], key + "." + k) : r.number(n[k], key + "." + k);
+  };
+  num("value", &d.value);
+  num("mean", &d.mean);
+  num("stddev", &d.stddev);
+  num("min", &d.min);
+  num("max", &d.max);
+  return d;
+}
+
+TraceConfig read_trace(const Reader& r, const YAML::Node& n, const std::string& where) {
+  r.only_keys(n, where, {"format", "path", "block_size", "limit", "time_scale", "skip_bad_lines", "max_tokens"});
+  TraceConfig t;
+  if (!n["format"]) r.fail(where + ".format", "missing (mooncake, azure or native)");
+  if (!n["path"]) r.fail(where + ".path", "missing");
+  t.format = r.str(n["format"], where + ".format");
+  t.path = r.str(n["path"], where + ".path");
+  if (n["block_size"]) t.block_size = static_cast<int>(r.integer(n["block_size"], where + ".block_size", 1));
+  if (n["limit"]) t.limit = r.integer(n["limit"], where + ".limit", 0);
+  if (n["time_scale"]) t.time_scale = r.number(n["time_scale"], where + ".time_scale");
+  if (n["skip_bad_lines"]) t.skip_bad_lines = r.boolean(n["skip_bad_lines"], where + ".skip_bad_lines");
+  if (n["max_tokens"]) t.max_tokens = r.integer(n["max_tokens"], where + ".max_tokens", 1);
+  return t;
+}
+
+SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::string& w) {
+  r.only_keys(n, w,
+              {"kind", "rate", "cv", "num_requests", "duration", "input_tokens", "output_tokens", "groups",
+               "requests_per_group", "prefix_tokens", "suffix_tokens", "concurrency", "order", "sessions", "turns",
+               "think_time", "user_tokens", "system_prompt_tokens"});
+  SyntheticConfig s;
+  auto k = [&](const char* key) { return w + "." + key; };
+  if (n["kind"]) s.kind = r.str(n["kind"], k("kind"));
+  if (n["rate"]) s.rate = r.number(n["rate"], k("rate"));
+  if (n["cv"]) s.cv = r.number(n["cv"], k("cv"));
+  if (n["num_requests"]) s.num_requests = r.integer(n["num_requests"], k("num_requests"), 0);
+  if (n["duration"]) s.duration = r.seconds(n["duration"], k("duration"));
+  if (n["input_tokens"]) s.input_tokens = read_dist(r, n["input_tokens"], k("input_tokens"), false);
+  if (n["output_tokens"]) s.output_tokens = read_dist(r, n["output_tokens"], k("output_tokens"), false);
+  if (n["groups"]) s.groups = r.integer(n["groups"], k("groups"), 1);
+  if (n["requests_per_group"]) s.requests_per_group = r.integer(n["requests_per_group"], k("requests_per_group"), 1);
+  if (n["prefix_tokens"]) s.prefix_tokens = r.integer(n["prefix_tokens"], k("prefix_tokens"), 0);
+  if (n["suffix_tokens"]) s.suffix_tokens = r.integer(n["suffix_tokens"], k("suffix_tokens"), 0);
+  if (n["concurrency"]) s.concurrency = static_cast<int>(r.integer(n["concurrency"], k("concurrency"), 0));
+  if (n["order"]) s.order = r.str(n["order"], k("order"));
+  if (n["sessions"]) s.sessions = r.integer(n["sessions"], k("sessions"), 0);
+  if (n["turns"]) s.turns = r.integer(n["turns"], k("turns"), 1);
+  if (n["think_time"]) s.think_time = read_dist(r, n["think_time"], k("think_time"), true);
+  if (n["user_tokens"]) s.user_tokens = read_dist(r, n["user_tokens"], k("user_tokens"), false);
+  if (n["system_prompt_tokens"])
+    s.system_prompt_tokens = r.integer(n["system_prompt_tokens"], k("system_prompt_tokens"), 0);
+  return s;
+}
+
+EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
+  EngineSettings e;
+  if (!n) return e;
+  r.only_keys(n, "engine",
+              {"kind", "block_size", "max_num_batched_tokens", "max_num_seqs", "enable_prefix_caching",
+               "enable_chunked_prefill", "gpu_memory_utilization", "num_gpu_blocks", "activation_reserve",
+               "kv_cache_dtype", "mamba_ssm_cache_dtype", "weight_dtype", "max_model_len",
+               "long_prefill_token_threshold", "policy", "watermark", "scheduler_reserve_full_isl",
+               "tensor_parallel_size", "latency_model"});
+  auto k = [](const char* key) { return std::string("engine.") + key; };
+  if (n["kind"]) e.kind = r.str(n["kind"], k("kind"));
+  if (n["block_size"]) {
+    const std::string s = r.str(n["block_size"], k("block_size"));
+    e.block_size = s == "auto" ? 0 : static_cast<int>(r.integer(n["block_size"], k("block_size"), 1));
+  }
+  if (n["max_num_batched_tokens"])
+    e.max_num_batched_tokens = static_cast<int>(r.integer(n["max_num_batched_tokens"], k("max_num_batched_tokens"), 1));
+  if (n["max_num_seqs"]) e.max_num_seqs = static_cast<int>(r.integer(n["max_num_seqs"], k("max_num_seqs"), 1));
+  if (n["enable_prefix_caching"]) e.enable_prefix_caching = r.boolean(n["enable_prefix_caching"], k("enable_prefix_caching"));
+  if (n["enable_chunked_prefill"])
+    e.enable_chunked_prefill = r.boolean(n["enable_chunked_prefill"], k("enable_chunked_prefill"));
+  if (n["gpu_memory_utilization"]) {
+    const double u = r.number(n["gpu_memory_utilization"], k("gpu_memory_utilization"));
+    if (!(u > 0.0 && u <= 1.0)) r.fail(k("gpu_memory_utilization"), "must be in (0, 1] (got " + n["gpu_memory_utilization"].Scalar() + ")");
+    e.gpu_memory_utilization = u;
+  }
+  if (n["num_gpu_blocks"]) e.num_gpu_blocks = r.integer(n["num_gpu_blocks"], k("num_gpu_blocks"), 2);
+  if (n["activation_reserve"]) e.activation_reserve = r.bytes(n["activation_reserve"], k("activation_reserve"));
+  if (n["kv_cache_dtype"]) e.kv_cache_dtype = r.str(n["kv_cache_dtype"], k("kv_cache_dtype"));
+  if (n["mamba_ssm_cache_dtype"]) e.state_dtype = r.str(n["mamba_ssm_cache_dtype"], k("mamba_ssm_cache_dtype"));
+  if (n["weight_dtype"]) e.weight_dtype = r.str(n["weight_dtype"], k("weight_dtype"));
+  if (n["max_model_len"]) e.max_model_len = r.integer(n["max_model_len"], k("max_model_len"), 1);
+  if (n["long_prefill_token_threshold"])
+    e.long_prefill_token_threshold = r.integer(n["long_prefill_token_threshold"], k("long_prefill_token_threshold"), 0);
+  if (n["policy"]) {
+    e.policy = r.str(n["policy"], k("policy"));
+    if (e.policy != "fcfs" && e.policy != "priority") r.fail(k("policy"), "must be fcfs or priority (got '" + e.policy + "')");
+  }
+  if (n["watermark"]) e.watermark = r.number(n["watermark"], k("watermark"));
+  if (n["scheduler_reserve_full_isl"])
+    e.scheduler_reserve_full_isl = r.boolean(n["scheduler_reserve_full_isl"], k("scheduler_reserve_full_isl"));
+  if (n["tensor_parallel_size"])
+    e.tensor_parallel_size = static_cast<int>(r.integer(n["tensor_parallel_size"], k("tensor_parallel_size"), 1));
+  if (n["latency_model"]) e.latency_model = r.str(n["latency_model"], k("latency_model"));
+  return e;
+}
+
+void apply_override(YAML::Node root, const std::string& source, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set: expected key.path=value (got '" + assignment + "')");
+  const std::string path = assignment.substr(0, eq);
+  const std::string value = assignment.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::stringstream ss(path);
+  for (std::string p; std::getline(ss, p, '.');) {
+    if (p.empty()) throw InputError("--set: empty key in '" + path + "'");
+    parts.push_back(p);
+  }
+  YAML::Node v;
+  try {
+    v = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw InputError("--set " + path + ": cannot parse value '" + value + "'");
+  }
+  // Walk with fresh node handles (yaml-cpp nodes alias, so assignment to a handle would rebind it).
+  std::vector<YAML::Node> chain{root};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = chain.back()[parts[i]];
+    if (next && !next.IsMap()) throw InputError("--set " + path + ": '" + parts[i] + "' is not a mapping in " + source);
+    chain.push_back(next);
+  }
+  chain.back()[parts.back()] = v;
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
+  }
+  if (!root || root.IsNull()) throw InputError(source + ": empty scenario");
+  Reader r(source);
+  if (!root.IsMap()) r.fail("(top level)", "must be a mapping");
+  for (const auto& o : overrides) apply_override(root, source, o);
+  r.only_keys(root, "", {"name", "model", "gpu", "seed", "hardware_dir", "engine", "workload", "output"});
+
+  Scenario s;
+  s.path = source;
+  if (root["name"]) s.name = r.str(root["name"], "name");
+  if (!root["model"]) r.fail("model", "missing (path to a config.json, e.g. models/qwen3-8b.json)");
+  s.model = r.str(root["model"], "model");
+  if (!root["gpu"]) r.fail("gpu", "missing (a GPU from models/hardware/, e.g. h100-sxm)");
+  s.gpu = r.str(root["gpu"], "gpu");
+  if (root["seed"]) s.seed = static_cast<uint64_t>(r.integer(root["seed"], "seed", 0));
+  if (root["hardware_dir"]) s.hardware_dir = r.str(root["hardware_dir"], "hardware_dir");
+  s.engine = read_engine(r, root["engine"]);
+
+  const YAML::Node w = root["workload"];
+  if (!w) r.fail("workload", "missing (trace or synthetic)");
+  r.only_keys(w, "workload", {"trace", "synthetic"});
+  if (w["trace"] && w["synthetic"]) r.fail("workload", "give either trace or synthetic, not both");
+  if (w["trace"]) s.workload.trace = read_trace(r, w["trace"], "workload.trace");
+  else if (w["synthetic"]) s.workload.synthetic = read_synthetic(r, w["synthetic"], "workload.synthetic");
+  else r.fail("workload", "needs trace or synthetic");
+  try {
+    validate_workload_config(s.workload);
+  } catch (const InputError& e) {
+    throw InputError(source + ": " + e.what());
+  }
+
+  if (const YAML::Node o = root["output"]) {
+    r.only_keys(o, "output", {"hdf5", "summary_json"});
+    if (o["hdf5"]) s.output.hdf5 = r.str(o["hdf5"], "output.hdf5");
+    if (o["summary_json"]) s.output.summary_json = r.str(o["summary_json"], "output.summary_json");
+  }
+  YAML::Emitter em;
+  em << root;
+  s.resolved_yaml = em.c_str();
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open scenario file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_scenario(ss.str(), path, overrides);
+}
+
+}  // namespace kvsim
