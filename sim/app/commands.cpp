@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 
+#include "sim/app/run_command.h"
 #include "sim/app/size_command.h"
 #include "sim/core/errors.h"
 
@@ -11,6 +12,8 @@ namespace kvsim {
 int dispatch_command(const std::string& name, const std::vector<std::string>& args, std::ostream& out) {
   using Fn = std::function<int(const std::vector<std::string>&, std::ostream&)>;
   static const std::map<std::string, Fn> kCommands = {
+      {"bench", run_bench_command},
+      {"run", run_run_command},
       {"size", run_size_command},
   };
   auto it = kCommands.find(name);

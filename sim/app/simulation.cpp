@@ -1,0 +1,118 @@
+#include "sim/app/simulation.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "sim/core/errors.h"
+#include "sim/core/sim_context.h"
+#include "sim/core/units.h"
+#include "sim/engine/engine_instance.h"
+#include "sim/engine/serving_sim.h"
+#include "sim/model/config_reader.h"
+#include "sim/model/sizing.h"
+#include "sim/perf/roofline_model.h"
+#include "sim/scenario/hardware_catalog.h"
+#include "sim/workload/workload_config.h"
+
+namespace kvsim {
+
+EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
+  const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
+  const GpuSpec& gpu = hw.gpu(s.gpu);
+  const EngineSettings& e = s.engine;
+  const EngineKind kind = parse_engine(e.kind, s.path + ": engine.kind");
+  const DType kv = parse_dtype(e.kv_cache_dtype, s.path + ": engine.kv_cache_dtype");
+  const DType wd = parse_dtype(e.weight_dtype, s.path + ": engine.weight_dtype");
+  StateDtypes sdt;
+  try {
+    sdt = resolve_state_dtypes(model, e.state_dtype);
+  } catch (const InputError& err) {
+    throw InputError(s.path + ": engine.mamba_ssm_cache_dtype: " + err.what());
+  }
+  const Parallel par{e.tensor_parallel_size, 1};
+  try {
+    check_parallel(model, par);
+  } catch (const InputError& err) {
+    throw InputError(s.path + ": engine.tensor_parallel_size: " + err.what());
+  }
+  const int block = engine_block_size(model, kind, e.block_size, kv, sdt, par.tp);
+
+  EngineConfig c;
+  int64_t available = 0;
+  const int64_t weights_per_gpu = (weight_bytes(model, wd) + par.tp - 1) / par.tp;
+  MemoryRule rule;
+  rule.engine = kind;
+  rule.fraction = e.gpu_memory_utilization.value_or(default_memory_fraction(kind, par.tp));
+  rule.reserve_bytes = e.activation_reserve.value_or(
+      static_cast<int64_t>(std::llround(gpu.activation_reserve_fraction * gpu.memory_bytes)));
+  const MemoryBudget mb = kv_memory(gpu.memory_bytes, weights_per_gpu, rule);
+  available = mb.kv_available;
+  c.layout = build_kv_layout(model, block, kv, sdt, par, std::max<int64_t>(available, 0));
+  if (e.num_gpu_blocks) {
+    c.layout.num_blocks = *e.num_gpu_blocks;  // vLLM num_gpu_blocks_override
+  } else if (c.layout.num_blocks < 2) {
+    throw InputError(s.path + ": " + model.name + " does not fit on " + gpu.name + " (" + format_bytes(gpu.memory_bytes) +
+                     "): weights " + format_bytes(weights_per_gpu) + " per GPU at tensor_parallel_size " +
+                     std::to_string(par.tp) + ", reserve " + format_bytes(mb.reserve) + ", engine share " +
+                     format_bytes(mb.engine_share) + " leave no room for the KV cache");
+  }
+  // vllm/engine/arg_utils.py get_batch_defaults for `vllm serve`: >= 160 GiB: 16384 / 1024;
+  // >= 70 GiB and not A100: 8192 / 1024; otherwise 2048 / 256.
+  const double gib = gpu.memory_bytes / (1024.0 * 1024 * 1024);
+  const bool a100 = gpu.name.find("a100") != std::string::npos;
+  int tokens = 2048, seqs = 256;
+  if (gib >= 160) {
+    tokens = 16384;
+    seqs = 1024;
+  } else if (gib >= 70 && !a100) {
+    tokens = 8192;
+    seqs = 1024;
+  }
+  c.max_num_batched_tokens = e.max_num_batched_tokens.value_or(tokens);
+  c.max_num_seqs = e.max_num_seqs.value_or(seqs);
+  c.enable_prefix_caching = e.enable_prefix_caching;
+  c.enable_chunked_prefill = e.enable_chunked_prefill;
+  c.long_prefill_token_threshold = e.long_prefill_token_threshold;
+  c.max_model_len = e.max_model_len.value_or(model.max_position_embeddings > 0 ? model.max_position_embeddings : 1 << 20);
+  c.policy = e.policy;
+  c.watermark = e.watermark;
+  c.scheduler_reserve_full_isl = e.scheduler_reserve_full_isl;
+  return c;
+}
+
+SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, double)> progress) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  SimulationResult res;
+  res.scenario = s;
+  res.model = read_model_config(s.model);
+  res.engine = resolve_engine_config(s, res.model);
+  const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
+  const GpuSpec& gpu = hw.gpu(s.gpu);
+  if (s.engine.latency_model != "roofline")
+    throw InputError(s.path + ": engine.latency_model: unknown model '" + s.engine.latency_model +
+                     "' (known: roofline)");
+  RooflineLatencyModel latency(res.model, gpu, s.engine.tensor_parallel_size,
+                               parse_dtype(s.engine.weight_dtype, "engine.weight_dtype"),
+                               parse_dtype(s.engine.kv_cache_dtype, "engine.kv_cache_dtype"));
+
+  SimContext ctx(s.seed);
+  res.collector = std::make_unique<RunCollector>();
+  std::unique_ptr<IRequestSource> source = make_request_source(s.workload, ctx.rng);
+  EngineInstance engine(ctx, res.engine, latency, *res.collector);
+  ServingSim sim(ctx, *source, engine);
+  if (progress) sim.set_progress([&](int64_t done, SimTime now) { progress(done, now.seconds()); });
+  const ServingResult sr = sim.run();
+  res.events = sr.events;
+  res.fingerprint = sr.fingerprint;
+  res.skipped_lines = source->skipped_lines();
+  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  RunInfo info;
+  info.events = sr.events;
+  info.wall_s = res.wall_s;
+  info.fingerprint = sr.fingerprint;
+  info.kv_blocks_total = res.engine.layout.num_blocks;
+  res.summary = res.collector->summarize(info);
+  return res;
+}
+
+}  // namespace kvsim
