@@ -1,0 +1,153 @@
+// Azure LLM inference traces (Azure/AzurePublicDataset, "Splitwise" 2023; the 2024 week-long and
+// 2025 multimodal files use the same columns plus extras, which are ignored). CSV with a header;
+// columns are found by name. There is no reuse information, so each prompt is one content segment
+// unique to its request.
+#include <algorithm>
+#include <vector>
+
+#include "sim/core/errors.h"
+#include "sim/workload/content_ids.h"
+#include "sim/workload/impl/trace_reader.h"
+#include "sim/workload/impl/trace_readers.h"
+
+namespace kvsim {
+namespace {
+
+std::vector<std::string_view> split_csv(std::string_view line) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = line.find(',', start);
+    if (comma == std::string_view::npos) {
+      out.push_back(line.substr(start));
+      return out;
+    }
+    out.push_back(line.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '"')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '"')) s.remove_suffix(1);
+  return s;
+}
+
+class AzureReader final : public TraceReader {
+ public:
+  explicit AzureReader(const TraceConfig& config) : TraceReader(config) {}
+
+ protected:
+  const char* time_field() const override { return "TIMESTAMP"; }
+  bool origin_is_first_record() const override { return true; }
+
+  bool parse_line(std::string_view line, RequestId id, TraceRecord& out) override {
+    const std::vector<std::string_view> cols = split_csv(line);
+    if (!have_header_) {
+      read_header(cols);
+      return false;
+    }
+    if (cols.size() < min_columns_) {
+      throw BadLine("expected at least " + std::to_string(min_columns_) + " columns, got " +
+                    std::to_string(cols.size()));
+    }
+    out.time_ns = parse_wall_clock_ns(trim(cols[time_col_]), "TIMESTAMP");
+    const int64_t max_tokens = config().max_tokens;
+    const int64_t input = parse_decimal(trim(cols[input_col_]), "ContextTokens", 1, max_tokens, "max_tokens");
+    out.spec.output_tokens = parse_decimal(trim(cols[output_col_]), "GeneratedTokens", 1, max_tokens, "max_tokens");
+    Segment s;
+    s.content_id = make_content_id(ContentNamespace::kUnique, static_cast<uint64_t>(id.value()));
+    s.tokens = input;
+    out.spec.prompt.push_back(s);
+    return true;
+  }
+
+ private:
+  // The header is not a request line: a bad header is fatal even with skip_bad_lines.
+  void read_header(const std::vector<std::string_view>& cols) {
+    auto find = [&](std::string_view name) -> size_t {
+      for (size_t i = 0; i < cols.size(); ++i)
+        if (trim(cols[i]) == name) return i;
+      throw InputError(config().path + ":" + std::to_string(line_number()) + ": header lacks column '" +
+                       std::string(name) + "' (expected TIMESTAMP,ContextTokens,GeneratedTokens)");
+    };
+    time_col_ = find("TIMESTAMP");
+    input_col_ = find("ContextTokens");
+    output_col_ = find("GeneratedTokens");
+    min_columns_ = std::max({time_col_, input_col_, output_col_}) + 1;
+    have_header_ = true;
+  }
+
+  bool have_header_ = false;
+  size_t time_col_ = 0, input_col_ = 0, output_col_ = 0, min_columns_ = 0;
+};
+
+// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (H. Hinnant, days_from_civil).
+int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+}  // namespace
+
+int64_t parse_wall_clock_ns(std::string_view t, const std::string& field) {
+  auto bad = [&](const char* why) {
+    return BadLine(field + ": '" + std::string(t) + "' is not a YYYY-MM-DD HH:MM:SS[.fraction] time (" + why + ")");
+  };
+  size_t pos = 0;
+  auto digits = [&](size_t n, const char* what) -> int64_t {
+    int64_t v = 0;
+    for (size_t i = 0; i < n; ++i, ++pos) {
+      if (pos >= t.size() || t[pos] < '0' || t[pos] > '9') throw bad(what);
+      v = v * 10 + (t[pos] - '0');
+    }
+    return v;
+  };
+  auto expect = [&](bool ok, const char* what) {
+    if (!ok) throw bad(what);
+    ++pos;
+  };
+  const int64_t year = digits(4, "year");
+  expect(pos < t.size() && t[pos] == '-', "'-' after year");
+  const int64_t month = digits(2, "month");
+  expect(pos < t.size() && t[pos] == '-', "'-' after month");
+  const int64_t day = digits(2, "day");
+  expect(pos < t.size() && (t[pos] == ' ' || t[pos] == 'T'), "space after date");
+  const int64_t hour = digits(2, "hour");
+  expect(pos < t.size() && t[pos] == ':', "':' after hour");
+  const int64_t minute = digits(2, "minute");
+  expect(pos < t.size() && t[pos] == ':', "':' after minute");
+  const int64_t second = digits(2, "second");
+  int64_t frac_ns = 0;
+  if (pos < t.size() && t[pos] == '.') {
+    ++pos;
+    int n = 0;
+    while (pos < t.size() && t[pos] >= '0' && t[pos] <= '9') {
+      if (n == 9) throw bad("more than 9 fractional digits");
+      frac_ns = frac_ns * 10 + (t[pos] - '0');
+      ++n;
+      ++pos;
+    }
+    if (n == 0) throw bad("no digits after '.'");
+    for (; n < 9; ++n) frac_ns *= 10;
+  }
+  const std::string_view rest = t.substr(pos);
+  if (!rest.empty() && rest != "Z" && rest != "+00:00") throw bad("unexpected trailing text");
+  static constexpr int kDaysIn[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12) throw bad("month out of range");
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (day < 1 || day > kDaysIn[month - 1] || (month == 2 && day == 29 && !leap)) throw bad("day out of range");
+  if (hour > 23 || minute > 59 || second > 59) throw bad("time of day out of range");
+  const int64_t secs = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
+  return secs * 1'000'000'000 + frac_ns;
+}
+
+std::unique_ptr<IRequestSource> make_azure_reader(const TraceConfig& config) {
+  return std::make_unique<AzureReader>(config);
+}
+
+}  // namespace kvsim

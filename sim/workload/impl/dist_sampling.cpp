@@ -1,0 +1,63 @@
+#include "sim/workload/impl/dist_sampling.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/core/errors.h"
+#include "sim/model/json.h"
+
+namespace kvsim {
+
+double sample_raw(const DistSpec& d, RandomStream& rng) {
+  if (d.kind == "fixed") return d.value;
+  if (d.kind == "uniform") return rng.uniform(d.min, d.max);
+  if (d.kind == "normal") return rng.normal(d.mean, d.stddev);
+  if (d.kind == "exponential") return rng.exponential(1.0 / d.mean);
+  if (d.kind == "lognormal") {
+    const double sigma2 = std::log1p((d.stddev * d.stddev) / (d.mean * d.mean));
+    return rng.lognormal(std::log(d.mean) - 0.5 * sigma2, std::sqrt(sigma2));
+  }
+  throw InputError("unknown distribution kind '" + d.kind + "'");
+}
+
+int64_t sample_tokens(const DistSpec& d, RandomStream& rng) {
+  double x;
+  if (d.kind == "uniform") {
+    // Integer bounds, both inclusive.
+    x = static_cast<double>(rng.uniform_int(static_cast<int64_t>(std::ceil(d.min)), static_cast<int64_t>(d.max)));
+  } else {
+    x = sample_raw(d, rng);
+  }
+  x = std::max(x, std::max(d.min, 1.0));
+  if (d.max > 0.0) x = std::min(x, d.max);
+  return std::max<int64_t>(1, std::llround(x));
+}
+
+double sample_seconds(const DistSpec& d, RandomStream& rng) {
+  double x = std::max(sample_raw(d, rng), std::max(d.min, 0.0));
+  if (d.max > 0.0) x = std::min(x, d.max);
+  return x;
+}
+
+void validate_dist(const DistSpec& d, const std::string& where) {
+  auto fail = [&](const std::string& key, const std::string& msg) { throw InputError(where + "." + key + ": " + msg); };
+  auto got = [](double v) { return " (got " + json_number(v) + ")"; };
+  for (double v : {d.value, d.mean, d.stddev, d.min, d.max}) {
+    if (!std::isfinite(v)) fail("kind", "parameters must be finite numbers");
+  }
+  if (d.min < 0.0) fail("min", "must be >= 0" + got(d.min));
+  if (d.max < 0.0) fail("max", "must be >= 0 (0 = no ceiling)" + got(d.max));
+  if (d.max > 0.0 && d.max < d.min) fail("max", "must be >= min" + got(d.max));
+  if (d.kind == "fixed") {
+    if (d.value < 0.0) fail("value", "must be >= 0" + got(d.value));
+  } else if (d.kind == "uniform") {
+    if (!(d.max > 0.0)) fail("max", "uniform needs max > 0" + got(d.max));
+  } else if (d.kind == "normal" || d.kind == "lognormal" || d.kind == "exponential") {
+    if (!(d.mean > 0.0)) fail("mean", "must be > 0" + got(d.mean));
+    if (d.kind != "exponential" && d.stddev < 0.0) fail("stddev", "must be >= 0" + got(d.stddev));
+  } else {
+    fail("kind", "unknown '" + d.kind + "' (valid: fixed, uniform, normal, lognormal, exponential)");
+  }
+}
+
+}  // namespace kvsim

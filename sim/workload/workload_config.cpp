@@ -1,0 +1,95 @@
+#include "sim/workload/workload_config.h"
+
+#include <cmath>
+
+#include "sim/core/errors.h"
+#include "sim/model/json.h"
+#include "sim/workload/impl/dist_sampling.h"
+#include "sim/workload/impl/synthetic_sources.h"
+#include "sim/workload/impl/trace_readers.h"
+
+namespace kvsim {
+namespace {
+
+[[noreturn]] void fail(const std::string& where, const std::string& key, const std::string& msg) {
+  throw InputError(where + "." + key + ": " + msg);
+}
+
+std::string got(double v) { return " (got " + json_number(v) + ")"; }
+std::string got(int64_t v) { return " (got " + std::to_string(v) + ")"; }
+
+void validate_trace(const TraceConfig& t, const std::string& w) {
+  if (t.format != "mooncake" && t.format != "azure" && t.format != "native") {
+    fail(w, "format", "unknown '" + t.format + "' (valid: mooncake, azure, native)");
+  }
+  if (t.path.empty()) fail(w, "path", "must name a trace file");
+  if (t.block_size <= 0) fail(w, "block_size", "must be > 0" + got(int64_t{t.block_size}));
+  if (t.limit < 0) fail(w, "limit", "must be >= 0 (0 = all)" + got(t.limit));
+  if (!(t.time_scale > 0.0) || !std::isfinite(t.time_scale)) fail(w, "time_scale", "must be > 0" + got(t.time_scale));
+  if (t.max_tokens <= 0) fail(w, "max_tokens", "must be > 0" + got(t.max_tokens));
+}
+
+void validate_synthetic(const SyntheticConfig& s, const std::string& w) {
+  const bool open_rate = s.kind == "poisson" || s.kind == "gamma" || s.kind == "multi_turn";
+  if (!open_rate && s.kind != "shared_prefix") {
+    fail(w, "kind", "unknown '" + s.kind + "' (valid: poisson, gamma, shared_prefix, multi_turn)");
+  }
+  if (s.num_requests < 0) fail(w, "num_requests", "must be >= 0 (0 = no limit)" + got(s.num_requests));
+  if (!(s.duration >= 0.0) || !std::isfinite(s.duration)) fail(w, "duration", "must be >= 0 s" + got(s.duration));
+  if (!(s.rate >= 0.0) || !std::isfinite(s.rate)) fail(w, "rate", "must be >= 0" + got(s.rate));
+  validate_dist(s.output_tokens, w + ".output_tokens");
+  if (open_rate && !(s.rate > 0.0)) fail(w, "rate", "must be > 0" + got(s.rate));
+  if (s.kind == "poisson" || s.kind == "gamma") {
+    if (s.kind == "gamma" && (!(s.cv > 0.0) || !std::isfinite(s.cv))) fail(w, "cv", "must be > 0" + got(s.cv));
+    validate_dist(s.input_tokens, w + ".input_tokens");
+    if (s.num_requests == 0 && s.duration == 0.0) fail(w, "num_requests", "set num_requests or duration (or both)");
+  } else if (s.kind == "shared_prefix") {
+    if (s.groups < 1) fail(w, "groups", "must be >= 1" + got(s.groups));
+    if (s.requests_per_group < 1) fail(w, "requests_per_group", "must be >= 1" + got(s.requests_per_group));
+    if (s.groups > (int64_t{1} << 40) / s.requests_per_group)
+      fail(w, "groups", "groups x requests_per_group too large");
+    if (s.prefix_tokens < 0) fail(w, "prefix_tokens", "must be >= 0" + got(s.prefix_tokens));
+    if (s.suffix_tokens < 0) fail(w, "suffix_tokens", "must be >= 0" + got(s.suffix_tokens));
+    if (s.prefix_tokens + s.suffix_tokens < 1) fail(w, "suffix_tokens", "prefix_tokens + suffix_tokens must be >= 1");
+    if (s.concurrency < 0) fail(w, "concurrency", "must be >= 0" + got(int64_t{s.concurrency}));
+    if ((s.concurrency > 0) == (s.rate > 0.0)) {
+      fail(w, "concurrency", "set exactly one of concurrency (closed loop) and rate (open loop)");
+    }
+    if (s.order != "interleaved" && s.order != "grouped" && s.order != "random") {
+      fail(w, "order", "unknown '" + s.order + "' (valid: interleaved, grouped, random)");
+    }
+  } else {  // multi_turn
+    if (s.sessions < 0) fail(w, "sessions", "must be >= 0 (0 = until duration)" + got(s.sessions));
+    if (s.sessions == 0 && s.duration == 0.0) fail(w, "sessions", "set sessions or duration (or both)");
+    if (s.turns < 1) fail(w, "turns", "must be >= 1" + got(s.turns));
+    if (s.system_prompt_tokens < 0) fail(w, "system_prompt_tokens", "must be >= 0" + got(s.system_prompt_tokens));
+    validate_dist(s.think_time, w + ".think_time");
+    validate_dist(s.user_tokens, w + ".user_tokens");
+  }
+}
+
+}  // namespace
+
+void validate_workload_config(const WorkloadConfig& config, const std::string& where) {
+  if (config.trace.has_value() == config.synthetic.has_value()) {
+    throw InputError(where + ": set exactly one of 'trace' and 'synthetic'");
+  }
+  if (config.trace) validate_trace(*config.trace, where + ".trace");
+  if (config.synthetic) validate_synthetic(*config.synthetic, where + ".synthetic");
+}
+
+std::unique_ptr<IRequestSource> make_request_source(const WorkloadConfig& config, RandomStreams& rng) {
+  validate_workload_config(config);
+  if (config.trace) {
+    const TraceConfig& t = *config.trace;
+    if (t.format == "mooncake") return make_mooncake_reader(t);
+    if (t.format == "azure") return make_azure_reader(t);
+    return make_native_reader(t);
+  }
+  const SyntheticConfig& s = *config.synthetic;
+  if (s.kind == "shared_prefix") return make_shared_prefix_source(s, rng);
+  if (s.kind == "multi_turn") return make_multi_turn_source(s, rng);
+  return make_open_loop_source(s, rng);
+}
+
+}  // namespace kvsim
