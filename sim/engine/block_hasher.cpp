@@ -1,0 +1,152 @@
+#include "sim/engine/block_hasher.h"
+
+#include <algorithm>
+
+#include "sim/core/check.h"
+#include "sim/engine/hash_mix.h"
+
+namespace kvsim {
+namespace {
+// Domain tags keep the different kinds of words in a block key apart.
+constexpr uint64_t kNoneHash = 0x766c6c6d2d6e6f6eULL;  // vLLM NONE_HASH: parent of block 0
+constexpr uint64_t kBlockSeed = 0x6b7673696d2d626bULL;
+constexpr uint64_t kTextTag = 1, kImageTag = 2, kMmKeyTag = 3, kLoraTag = 4, kSaltTag = 5, kBoundaryTag = 6;
+}  // namespace
+
+TokenSequence::TokenSequence(const std::vector<Segment>& prompt) {
+  runs_.reserve(prompt.size() + 1);
+  for (const Segment& s : prompt) {
+    if (s.tokens > 0) append(s.content_id, s.offset, s.tokens, s.image);
+  }
+}
+
+void TokenSequence::append(uint64_t content_id, int64_t offset, int64_t length, bool image) {
+  KVSIM_CHECK(length > 0, "empty token run");
+  if (!runs_.empty()) {
+    TokenRun& last = runs_.back();
+    if (last.content_id == content_id && last.image == image && last.offset + last.length == offset) {
+      last.length += length;
+      size_ += length;
+      return;
+    }
+  }
+  runs_.push_back(TokenRun{content_id, offset, length, size_, image});
+  size_ += length;
+}
+
+size_t TokenSequence::run_at(int64_t pos) const {
+  KVSIM_CHECK(pos >= 0 && pos < size_, "position " << pos << " outside sequence of " << size_);
+  auto it = std::upper_bound(runs_.begin(), runs_.end(), pos, [](int64_t p, const TokenRun& r) { return p < r.start; });
+  return static_cast<size_t>(it - runs_.begin()) - 1;
+}
+
+uint64_t hash_string(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+BlockHasher::BlockHasher(int block_size, const RequestSpec& spec) : block_size_(block_size) {
+  KVSIM_CHECK(block_size > 0, "block size must be positive");
+  has_lora_ = !spec.lora.empty();
+  has_salt_ = !spec.cache_salt.empty();
+  if (has_lora_) lora_key_ = hash_string(spec.lora);
+  if (has_salt_) salt_key_ = hash_string(spec.cache_salt);
+  for (const Segment& s : spec.prompt) has_images_ = has_images_ || (s.image && s.tokens > 0);
+}
+
+void BlockHasher::clear() {
+  hashes_.clear();
+  hashes_.shrink_to_fit();
+  text_hashes_.clear();
+  text_hashes_.shrink_to_fit();
+  inner_boundary_.clear();
+  inner_boundary_.shrink_to_fit();
+  run_cursor_ = 0;
+}
+
+uint64_t BlockHasher::parent(int64_t k) const { return k == 0 ? kNoneHash : hashes_[static_cast<size_t>(k - 1)]; }
+
+BlockHasher::Digest BlockHasher::hash_block(const TokenSequence& seq, int64_t k, size_t run, int64_t end,
+                                            std::vector<std::pair<int64_t, uint64_t>>* boundaries) const {
+  const int64_t begin = k * block_size_;
+  const auto& runs = seq.runs();
+  Mixer tok(kBlockSeed);
+  tok.add(parent(k));
+  Mixer mm(kMmKeyTag);
+  bool any_image = false;
+  // The key of a prefix [begin, pos): tokens so far, image keys so far, LoRA, salt.
+  auto finish = [&](const Mixer& t, bool with_images, uint64_t tag) {
+    Mixer f = t;
+    f.add(tag);
+    if (with_images && any_image) f.add(mm.finish());
+    if (has_lora_) {
+      f.add(kLoraTag);
+      f.add(lora_key_);
+    }
+    if (has_salt_ && k == 0) {
+      f.add(kSaltTag);
+      f.add(salt_key_);
+    }
+    return f.finish();
+  };
+  int64_t pos = begin;
+  while (pos < end) {
+    const TokenRun& r = runs[run];
+    const int64_t piece_end = std::min(end, r.start + r.length);
+    const int64_t len = piece_end - pos;
+    if (r.image) {
+      tok.add(kImageTag);
+      tok.add(static_cast<uint64_t>(len));
+      // vLLM: (mm identifier, offset of the item's start - block start) for each item overlapping.
+      const int64_t image_start = r.start - r.offset;
+      mm.add(r.content_id);
+      mm.add(static_cast<uint64_t>(image_start - begin));
+      any_image = true;
+    } else {
+      tok.add(kTextTag);
+      tok.add(r.content_id);
+      tok.add(static_cast<uint64_t>(r.offset + (pos - r.start)));
+      tok.add(static_cast<uint64_t>(len));
+    }
+    pos = piece_end;
+    if (boundaries != nullptr && pos > begin && pos < begin + block_size_ &&
+        (pos == end || pos == r.start + r.length)) {
+      boundaries->emplace_back(pos, finish(tok, true, kBoundaryTag));
+    }
+    if (pos == r.start + r.length) ++run;
+  }
+  Digest d;
+  d.main = finish(tok, true, 0);
+  d.text = any_image ? finish(tok, false, 0) : d.main;
+  return d;
+}
+
+void BlockHasher::extend(const TokenSequence& seq) {
+  const int64_t full = seq.size() / block_size_;
+  while (static_cast<int64_t>(hashes_.size()) < full) {
+    const int64_t k = static_cast<int64_t>(hashes_.size());
+    const Digest d = hash_block(seq, k, run_cursor_, (k + 1) * block_size_, nullptr);
+    hashes_.push_back(d.main);
+    if (has_images_) text_hashes_.push_back(d.text);
+    // Advance the cursor to the run holding the next block's first token.
+    const int64_t next = (k + 1) * block_size_;
+    const auto& runs = seq.runs();
+    inner_boundary_.push_back(runs[run_cursor_].start + runs[run_cursor_].length < next);
+    while (run_cursor_ < runs.size() && runs[run_cursor_].start + runs[run_cursor_].length <= next) ++run_cursor_;
+  }
+}
+
+void BlockHasher::boundary_keys(const TokenSequence& seq, int64_t k, int64_t end,
+                                std::vector<std::pair<int64_t, uint64_t>>& out) const {
+  const int64_t begin = k * block_size_;
+  end = std::min({end, begin + block_size_, seq.size()});
+  if (end <= begin) return;
+  KVSIM_CHECK(k <= static_cast<int64_t>(hashes_.size()), "parent of block " << k << " not hashed");
+  hash_block(seq, k, seq.run_at(begin), end, &out);
+}
+
+}  // namespace kvsim

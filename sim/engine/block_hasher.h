@@ -1,0 +1,94 @@
+#pragma once
+// Block hashing from token identities (vLLM kv_cache_utils.py: hash_block_tokens,
+// generate_block_hash_extra_keys, get_request_block_hasher).
+//
+// A request's tokens are a TokenSequence of maximal runs: consecutive tokens of the same content at
+// consecutive offsets form one run whatever the segment cuts were, so a hash depends on token
+// identities only (a prompt of 512-token segments hashes like one of 16-token segments with the same
+// identities). Block k's hash = H(hash of block k-1, the run pieces covering [kB, (k+1)B), extra keys).
+// Extra keys, as vLLM: the LoRA name on every block, each image overlapping the block as
+// (content id, image start - block start), the cache salt on the first block only. Image tokens enter
+// the token part as placeholders (vLLM's placeholder token ids), so only the image key tells two images
+// apart. Only full blocks are hashed; output tokens extend the sequence so decode blocks are hashed as
+// they fill. Cost: O(runs overlapping the block) per block.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "sim/workload/request.h"
+
+namespace kvsim {
+
+struct TokenRun {
+  uint64_t content_id = 0;
+  int64_t offset = 0;  // offset of the run's first token inside its content
+  int64_t length = 0;
+  int64_t start = 0;  // position of the run's first token in the sequence
+  bool image = false;
+};
+
+class TokenSequence {
+ public:
+  TokenSequence() = default;
+  explicit TokenSequence(const std::vector<Segment>& prompt);
+  // Appends `length` tokens of `content_id` starting at `offset`, merging with the last run when the
+  // identities continue it.
+  void append(uint64_t content_id, int64_t offset, int64_t length, bool image);
+  int64_t size() const { return size_; }
+  const std::vector<TokenRun>& runs() const { return runs_; }
+  // Index of the run containing position `pos` (0 <= pos < size()).
+  size_t run_at(int64_t pos) const;
+
+ private:
+  std::vector<TokenRun> runs_;
+  int64_t size_ = 0;
+};
+
+// 64-bit FNV-1a over bytes: used once per request for LoRA names and cache salts.
+uint64_t hash_string(const std::string& s);
+
+// Incremental hasher of one request's full blocks.
+class BlockHasher {
+ public:
+  BlockHasher() = default;
+  BlockHasher(int block_size, const RequestSpec& spec);
+  // Hashes every full block of `seq` not hashed yet.
+  void extend(const TokenSequence& seq);
+  const std::vector<uint64_t>& hashes() const { return hashes_; }
+  // The hash block k would have without image keys (== hashes()[k] when the request has no image):
+  // used to attribute a miss to a different image.
+  uint64_t text_only_hash(size_t k) const { return has_images_ ? text_hashes_[k] : hashes_[k]; }
+  bool has_images() const { return has_images_; }
+  // True when a run boundary falls strictly inside hashed block k (only such blocks have boundary keys).
+  bool has_inner_boundary(size_t k) const { return inner_boundary_[k] != 0; }
+  // Keys of the prefixes of block k that end at a run boundary strictly inside the block, or at
+  // `end` when kB < end < (k+1)B. Appends (end position, key) pairs. Needs block k-1 hashed.
+  // Two requests get equal keys for a prefix only if both have a run boundary there; this is how a
+  // reusable part ending inside a block is recognised (MissCause::kPartialBlock).
+  void boundary_keys(const TokenSequence& seq, int64_t k, int64_t end,
+                     std::vector<std::pair<int64_t, uint64_t>>& out) const;
+  int block_size() const { return block_size_; }
+  void clear();
+
+ private:
+  struct Digest {
+    uint64_t main;
+    uint64_t text;
+  };
+  uint64_t parent(int64_t k) const;
+  Digest hash_block(const TokenSequence& seq, int64_t k, size_t run, int64_t end,
+                    std::vector<std::pair<int64_t, uint64_t>>* boundaries) const;
+
+  int block_size_ = 16;
+  uint64_t lora_key_ = 0;
+  uint64_t salt_key_ = 0;
+  bool has_lora_ = false;
+  bool has_salt_ = false;
+  bool has_images_ = false;
+  size_t run_cursor_ = 0;  // run containing the first token of the next block to hash
+  std::vector<uint64_t> hashes_;
+  std::vector<uint64_t> text_hashes_;  // only when has_images_
+  std::vector<uint8_t> inner_boundary_;
+};
+
+}  // namespace kvsim

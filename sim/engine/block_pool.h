@@ -1,0 +1,77 @@
+#pragma once
+// BlockPool and its free queue, as vLLM v1 (vllm/v1/core/block_pool.py, FreeKVCacheBlockQueue in
+// vllm/v1/core/kv_cache_utils.py, free-list order after PR #43447):
+//  - blocks 0..N-1; block 0 is the null block, never allocated or freed, so N-1 blocks are usable;
+//  - the free queue is a doubly linked list (index-based, O(1) removal), initially ordered by id;
+//  - get_new_blocks(n) pops from the front, evicting a popped block's hash from the prefix cache;
+//  - touch() takes ref_cnt == 0 blocks out of the free queue (a prefix hit) and increments ref_cnt;
+//  - free_blocks() decrements; blocks reaching 0 without a hash are prepended (reused first), blocks
+//    with a hash are appended (evicted LRU, by time of freeing).
+// The cached map is keyed by (block hash, group id) folded into 64 bits; it is used for lookup only,
+// never iterated. One key may map to several blocks (no dedup, BlockHashToBlockMap); lookup returns
+// the earliest registered.
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace kvsim {
+
+using BlockId = int32_t;
+inline constexpr BlockId kNullBlock = 0;
+inline constexpr BlockId kNoBlock = -1;
+
+// The prefix-cache key of a block hash in one KV cache group (vLLM: hash + 4-byte group id).
+uint64_t cache_key(uint64_t block_hash, int group);
+
+class BlockPool {
+ public:
+  BlockPool(int64_t num_blocks, bool enable_caching);
+
+  int64_t num_blocks() const { return static_cast<int64_t>(ref_cnt_.size()); }
+  int64_t num_usable_blocks() const { return num_blocks() - 1; }
+  // Blocks in the free queue (free or evictable cached).
+  int64_t num_free_blocks() const { return num_free_; }
+  int64_t num_used_blocks() const { return num_usable_blocks() - num_free_; }
+  // Free blocks that still hold a hash (evictable prefix cache).
+  int64_t num_cached_free_blocks() const { return num_cached_free_; }
+  double usage() const;  // vLLM get_usage(): 1 - free / (N - 1)
+  int64_t evictions() const { return evictions_; }
+
+  // Appends n blocks popped from the front of the free queue to `out`, each with ref_cnt 1.
+  // Requires n <= num_free_blocks() (callers check first; running out is the preemption path).
+  void get_new_blocks(int64_t n, std::vector<BlockId>& out);
+  // The block cached under `key`, or kNoBlock.
+  BlockId get_cached_block(uint64_t key) const;
+  void touch(std::span<const BlockId> blocks);
+  // Frees in the given order (callers pass a request's blocks tail first). Null blocks are skipped.
+  void free_blocks(std::span<const BlockId> ordered);
+  // Registers a full block under `key` (vLLM cache_full_blocks). The block must hold no hash yet.
+  void cache_block(BlockId b, uint64_t key);
+
+  int32_t ref_cnt(BlockId b) const { return ref_cnt_[static_cast<size_t>(b)]; }
+  bool has_hash(BlockId b) const { return has_key_[static_cast<size_t>(b)] != 0; }
+  bool in_free_queue(BlockId b) const { return prev_[static_cast<size_t>(b)] != kNoBlock; }
+  // Free queue from front to back (tests and invariant checks; O(N)).
+  std::vector<BlockId> free_queue() const;
+
+ private:
+  void unlink(BlockId b);
+  void link_before(BlockId b, BlockId at);
+  void evict(BlockId b);
+
+  bool enable_caching_;
+  BlockId sentinel_;  // index N: the list head/tail sentinel
+  std::vector<int32_t> ref_cnt_;
+  std::vector<BlockId> prev_, next_;  // size N+1; prev_ == kNoBlock means "not in the queue"
+  std::vector<uint64_t> key_;
+  std::vector<uint8_t> has_key_;
+  std::vector<BlockId> dup_next_;  // blocks sharing a key, in registration order
+  std::unordered_map<uint64_t, BlockId> cached_;
+  std::vector<BlockId> scratch_;
+  int64_t num_free_ = 0;
+  int64_t num_cached_free_ = 0;
+  int64_t evictions_ = 0;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,215 @@
+#include "sim/engine/engine_instance.h"
+
+#include <algorithm>
+
+#include "sim/core/check.h"
+#include "sim/core/errors.h"
+
+namespace kvsim {
+namespace {
+constexpr uint32_t kTagSchedule = 0x10;
+constexpr uint32_t kTagStepDone = 0x11;
+
+// Sum over query positions q in (c, c + n] of min(q, w): keys seen by each new token under a window.
+double windowed_pairs(int64_t c, int64_t n, int64_t w) {
+  const auto sum_to = [](int64_t a) { return static_cast<double>(a) * static_cast<double>(a + 1) / 2.0; };
+  if (c + n <= w) return sum_to(c + n) - sum_to(c);
+  if (c >= w) return static_cast<double>(n) * static_cast<double>(w);
+  return sum_to(w) - sum_to(c) + static_cast<double>(c + n - w) * static_cast<double>(w);
+}
+}  // namespace
+
+EngineInstance::EngineInstance(SimContext& ctx, EngineConfig config, const ILatencyModel& latency, IRecordSink& sink)
+    : ctx_(ctx), config_(std::move(config)), latency_(latency), sink_(sink), scheduler_(config_) {
+  for (const KvCacheGroup& g : config_.layout.groups) {
+    if (g.kind == KvGroupKind::kSlidingWindow) {
+      window_ = g.window;
+      break;
+    }
+  }
+}
+
+void EngineInstance::submit(RequestSpec spec) {
+  ++totals_.submitted;
+  int64_t prompt = 0;
+  for (const Segment& s : spec.prompt) {
+    if (s.tokens < 0) throw InputError("request " + std::to_string(spec.id.value()) + ": negative segment length");
+    prompt += s.tokens;
+  }
+  if (spec.prompt_tokens != 0 && spec.prompt_tokens != prompt) {
+    throw InputError("request " + std::to_string(spec.id.value()) + ": prompt_tokens " +
+                     std::to_string(spec.prompt_tokens) + " != sum of segments " + std::to_string(prompt));
+  }
+  if (prompt <= 0 || prompt >= config_.max_model_len) {
+    // vLLM rejects such a request at its API; here it leaves with an unfinished record.
+    RequestRecord rec;
+    rec.id = spec.id;
+    rec.arrival = ctx_.now();
+    rec.prompt_tokens = prompt;
+    rec.requested_output_tokens = spec.output_tokens;
+    rec.instance = config_.instance;
+    emit_rejected(rec);
+    return;
+  }
+  // vLLM: max_tokens is capped so prompt + output fits max_model_len.
+  const int64_t max_output =
+      std::min<int64_t>(std::max<int64_t>(spec.output_tokens, 1), config_.max_model_len - prompt);
+  scheduler_.add_request(std::move(spec), prompt, max_output, ctx_.now());
+  request_schedule();
+}
+
+void EngineInstance::request_schedule() {
+  if (step_in_flight_ || schedule_pending_) return;
+  schedule_pending_ = true;
+  ctx_.queue.schedule(ctx_.now(), Phase::kSchedule, kTagSchedule, [this] { on_schedule(); });
+}
+
+void EngineInstance::emit_rejected(RequestRecord rec) {
+  rec.finished = false;
+  rec.finish = ctx_.now();
+  sink_.on_request_done(rec);
+  ++totals_.rejected;
+  if (on_done_) on_done_(rec.id, false);
+}
+
+void EngineInstance::on_schedule() {
+  schedule_pending_ = false;
+  while (true) {
+    scheduler_.schedule(ctx_.now(), out_);
+    totals_.preemptions += out_.preemptions;
+    if (!out_.scheduled.empty()) break;
+    if (scheduler_.num_waiting() == 0 && scheduler_.num_running() == 0) return;
+    if (out_.preemptions > 0) continue;  // a request preempted itself; admission runs next round
+    KVSIM_CHECK(scheduler_.num_running() == 0, "running requests but nothing scheduled");
+    // The head of the waiting queue does not fit even in an empty pool: it can never run.
+    const int slot = scheduler_.pop_unschedulable_head();
+    emit_rejected(scheduler_.request(slot).record);
+    scheduler_.release(slot);
+  }
+  const BatchShape shape = batch_shape();
+  const Duration d = latency_.step_time(shape);
+  KVSIM_CHECK(d >= Duration::ns(0), "negative step time from " << latency_.name());
+  step_start_ = ctx_.now();
+  step_in_flight_ = true;
+  ctx_.queue.schedule(ctx_.now() + d, Phase::kStepDone, kTagStepDone, [this] { on_step_done(); });
+}
+
+BatchShape EngineInstance::batch_shape() const {
+  BatchShape b;
+  for (const ScheduledRequest& s : out_.scheduled) {
+    const EngineRequest& r = scheduler_.request(s.slot);
+    const int64_t c = s.num_computed_before;
+    const int64_t n = s.num_tokens;
+    b.num_tokens += n;
+    const bool decode = n == 1 && c >= r.prompt_tokens;
+    if (decode) {
+      ++b.num_decode_requests;
+      b.decode_context_tokens += c + 1;
+      b.decode_context_tokens_windowed += window_ > 0 ? std::min<int64_t>(c + 1, window_) : c + 1;
+    } else {
+      ++b.num_prefill_requests;
+      b.num_prefill_tokens += n;
+      // chunk x (computed_before + (chunk + 1) / 2) = sum of q over (c, c + n].
+      const double pairs = static_cast<double>(n) * (static_cast<double>(c) + static_cast<double>(n + 1) / 2.0);
+      b.prefill_attn_pairs += pairs;
+      b.prefill_attn_pairs_windowed += window_ > 0 ? windowed_pairs(c, n, window_) : pairs;
+    }
+  }
+  return b;
+}
+
+void EngineInstance::on_step_done() {
+  step_in_flight_ = false;
+  const SimTime now = ctx_.now();
+  StepRecord step;
+  step.start = step_start_;
+  step.end = now;
+  step.preemptions = out_.preemptions;
+  step.instance = config_.instance;
+  done_.clear();
+  for (const ScheduledRequest& s : out_.scheduled) {
+    EngineRequest& r = scheduler_.request(s.slot);
+    if (s.num_tokens == 1 && s.num_computed_before >= r.prompt_tokens) {
+      ++step.num_decode_requests;
+      ++step.num_decode_tokens;
+    } else {
+      ++step.num_prefill_requests;
+      step.num_prefill_tokens += s.num_tokens;
+    }
+    r.num_computed += s.num_tokens;
+    KVSIM_CHECK(r.num_computed <= r.num_tokens, "computed beyond the sequence");
+    if (r.num_computed < r.num_tokens) continue;
+    // The step computed the last known token: one token is sampled at step end.
+    scheduler_.append_token(s.slot);
+    if (!r.first_token_emitted) {
+      r.first_token_emitted = true;
+      r.record.first_token = now;
+    }
+    sink_.on_tokens(r.record.id, now, 1);
+    if (r.generated >= r.max_output) done_.push_back(s.slot);
+  }
+  for (int slot : done_) {
+    EngineRequest& r = scheduler_.request(slot);
+    scheduler_.finish(slot);
+    r.record.finish = now;
+    r.record.output_tokens = r.generated;
+    r.record.finished = true;
+    ++totals_.finished;
+    totals_.generated_tokens_finished += r.generated;
+    totals_.requested_tokens_finished += r.max_output;
+    totals_.prompt_tokens += r.prompt_tokens;
+    totals_.cached_tokens += std::max<int64_t>(r.num_cached_tokens, 0);
+    totals_.prefix_queries_blocks += r.record.prefix_queries_blocks;
+    totals_.prefix_hits_blocks += r.record.prefix_hits_blocks;
+    sink_.on_request_done(r.record);
+  }
+  scheduler_.compact_running();
+  for (int slot : done_) {
+    const RequestId id = scheduler_.request(slot).record.id;
+    scheduler_.release(slot);
+    if (on_done_) on_done_(id, true);
+  }
+  ++totals_.steps;
+  step.running = scheduler_.num_running();
+  step.waiting = scheduler_.num_waiting();
+  step.kv_blocks_used = kv().pool().num_used_blocks();
+  step.kv_blocks_cached = kv().pool().num_cached_free_blocks();
+  sink_.on_step(step);
+  if (scheduler_.num_running() > 0 || scheduler_.num_waiting() > 0) request_schedule();
+}
+
+int64_t EngineInstance::held_blocks(RequestId id) const {
+  for (int slot : scheduler_.live_slots()) {
+    if (scheduler_.request(slot).record.id == id) return kv().num_held_blocks(slot);
+  }
+  return 0;
+}
+
+void EngineInstance::check_invariants() const {
+  const KvCacheCoordinator& kv = scheduler_.kv();
+  const BlockPool& pool = kv.pool();
+  std::vector<int32_t> uses(static_cast<size_t>(pool.num_blocks()), 0);
+  for (int slot : scheduler_.live_slots()) {
+    for (int g = 0; g < kv.num_groups(); ++g) {
+      for (BlockId b : kv.manager(g).blocks(slot)) {
+        if (b != kNullBlock) ++uses[static_cast<size_t>(b)];
+      }
+    }
+  }
+  int64_t used = 0;
+  for (BlockId b = 1; b < pool.num_blocks(); ++b) {
+    const int32_t u = uses[static_cast<size_t>(b)];
+    KVSIM_CHECK(pool.ref_cnt(b) == u, "block " << b << " ref_cnt " << pool.ref_cnt(b) << " but " << u << " uses");
+    KVSIM_CHECK((u == 0) == pool.in_free_queue(b), "block " << b << " free-queue membership wrong");
+    used += u > 0;
+  }
+  const auto queue = pool.free_queue();
+  KVSIM_CHECK(std::ssize(queue) == pool.num_free_blocks(), "free queue length " << queue.size() << " != counter");
+  KVSIM_CHECK(std::ssize(queue) + used == pool.num_usable_blocks(),
+              "free " << queue.size() << " + used " << used << " != " << pool.num_usable_blocks());
+  int64_t cached_free = 0;
+  for (BlockId b : queue) cached_free += pool.has_hash(b);
+  KVSIM_CHECK(cached_free == pool.num_cached_free_blocks(), "cached-free counter wrong");
+}
+
+}  // namespace kvsim

@@ -1,0 +1,20 @@
+#pragma once
+// Full-attention layers: every token keeps its KV; a hit is the leading run of cached blocks.
+#include <cstdint>
+
+#include "sim/engine/single_type_manager_base.h"
+
+namespace kvsim {
+
+class FullAttentionManager final : public SingleTypeManagerBase {
+ public:
+  using SingleTypeManagerBase::SingleTypeManagerBase;
+  KvGroupKind kind() const override { return KvGroupKind::kFullAttention; }
+  // vLLM FullAttentionManager: the longest run of cached blocks from the start (chained hashes: the
+  // first miss ends it), at most max_length / B blocks.
+  void find_longest_cache_hit(std::span<const uint64_t> hashes, int64_t max_length,
+                              std::vector<BlockId>& out) const override;
+  int64_t max_blocks_per_request() const override { return INT64_MAX; }
+};
+
+}  // namespace kvsim

@@ -1,0 +1,127 @@
+#include "sim/engine/kv_cache_coordinator.h"
+
+#include <algorithm>
+
+#include "sim/core/check.h"
+#include "sim/engine/full_attention_manager.h"
+#include "sim/engine/sliding_window_manager.h"
+
+namespace kvsim {
+
+KvCacheCoordinator::KvCacheCoordinator(const KvCacheLayout& layout, bool enable_caching, int64_t max_in_flight_tokens,
+                                       int64_t max_model_len)
+    : block_size_(layout.block_size),
+      enable_caching_(enable_caching),
+      max_model_len_(max_model_len),
+      pool_(layout.num_blocks, enable_caching) {
+  KVSIM_CHECK(layout.block_size > 0, "block size must be positive");
+  KVSIM_CHECK(!layout.groups.empty(), "layout has no KV cache group");
+  bool found_full = false;
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    const KvCacheGroup& grp = layout.groups[g];
+    const int id = static_cast<int>(g);
+    switch (grp.kind) {
+      case KvGroupKind::kFullAttention:
+        managers_.push_back(std::make_unique<FullAttentionManager>(pool_, id, block_size_));
+        if (!found_full) history_group_ = id;
+        found_full = true;
+        break;
+      case KvGroupKind::kSlidingWindow:
+        managers_.push_back(std::make_unique<SlidingWindowManager>(pool_, id, block_size_, grp.window,
+                                                                   max_in_flight_tokens, max_model_len));
+        break;
+      case KvGroupKind::kState:
+        // Hybrid state groups (Mamba/GDN) are the next issue: a StateManager implementing
+        // ISingleTypeManager plugs in here.
+        KVSIM_CHECK(false, "state KV cache groups are not supported by the engine yet");
+    }
+  }
+  for (int g = 0; g < num_groups(); ++g)
+    if (managers_[static_cast<size_t>(g)]->kind() == KvGroupKind::kFullAttention) lookup_order_.push_back(g);
+  for (int g = 0; g < num_groups(); ++g)
+    if (managers_[static_cast<size_t>(g)]->kind() != KvGroupKind::kFullAttention) lookup_order_.push_back(g);
+}
+
+void KvCacheCoordinator::find_longest_cache_hit(std::span<const uint64_t> hashes, int64_t max_length,
+                                                CacheHit& out) const {
+  out.blocks.resize(managers_.size());
+  out.clear();
+  if (!enable_caching_ || max_length <= 0) return;
+  int64_t length = max_length;
+  bool first = true;
+  // Fixed point: every group either accepts `length` or shrinks it. Full attention only shrinks once
+  // (its hit for a shorter candidate is a prefix of its longer one); sliding windows may need rounds.
+  while (true) {
+    const int64_t before = length;
+    for (int g : lookup_order_) {
+      auto& blocks = out.blocks[static_cast<size_t>(g)];
+      managers_[static_cast<size_t>(g)]->find_longest_cache_hit(hashes, length, blocks);
+      length = std::min<int64_t>(length, std::ssize(blocks) * block_size_);
+      if (first) {
+        out.first_pass_tokens = length;
+        first = false;
+      }
+      if (length == 0) break;
+    }
+    if (length == before || length == 0) break;
+  }
+  for (auto& blocks : out.blocks)
+    blocks.resize(static_cast<size_t>(std::min<int64_t>(std::ssize(blocks), length / block_size_)));
+  out.num_tokens = length;
+}
+
+bool KvCacheCoordinator::allocate_slots(int slot, int64_t num_computed, int64_t num_new_tokens, const CacheHit* hit,
+                                        int64_t full_sequence_tokens, int64_t reserve) {
+  KVSIM_CHECK(num_new_tokens > 0, "allocate_slots with " << num_new_tokens << " new tokens");
+  // vLLM: skipped blocks are released first, on processed (not in-flight) tokens.
+  for (auto& m : managers_) m->remove_skipped_blocks(slot, num_computed);
+  const int64_t hit_tokens = hit == nullptr ? 0 : hit->num_tokens;
+  const int64_t total_computed = num_computed + hit_tokens;
+  const int64_t need_tokens = std::min(total_computed + num_new_tokens, max_model_len_);
+  auto hit_blocks = [&](size_t g) {
+    return hit == nullptr || hit->blocks.empty() ? std::span<const BlockId>()
+                                                 : std::span<const BlockId>(hit->blocks[g]);
+  };
+  const int64_t available = pool_.num_free_blocks() - reserve;
+  int64_t needed = 0;
+  for (size_t g = 0; g < managers_.size(); ++g) {
+    needed += managers_[g]->num_blocks_to_allocate(slot, need_tokens, hit_blocks(g), total_computed);
+  }
+  if (needed > available) return false;
+  if (full_sequence_tokens > need_tokens) {
+    int64_t full_needed = 0;
+    for (size_t g = 0; g < managers_.size(); ++g) {
+      full_needed += std::min(managers_[g]->num_blocks_to_allocate(slot, std::min(full_sequence_tokens, max_model_len_),
+                                                                   hit_blocks(g), total_computed),
+                              managers_[g]->max_blocks_per_request());
+    }
+    if (full_needed > available) return false;
+  }
+  for (size_t g = 0; g < managers_.size(); ++g) {
+    if (hit != nullptr) managers_[g]->save_new_computed_blocks(slot, hit_blocks(g), total_computed);
+    managers_[g]->allocate_new_blocks(slot, need_tokens);
+  }
+  return true;
+}
+
+int64_t KvCacheCoordinator::cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens) {
+  if (!enable_caching_) return num_tokens / block_size_;
+  int64_t first_new = 0;
+  for (auto& m : managers_) {
+    const int64_t f = m->cache_blocks(slot, hashes, num_tokens);
+    if (m->group_id() == history_group_) first_new = f;
+  }
+  return first_new;
+}
+
+void KvCacheCoordinator::free(int slot) {
+  for (auto& m : managers_) m->free(slot);
+}
+
+int64_t KvCacheCoordinator::num_held_blocks(int slot) const {
+  int64_t n = 0;
+  for (const auto& m : managers_) n += m->num_held_blocks(slot);
+  return n;
+}
+
+}  // namespace kvsim

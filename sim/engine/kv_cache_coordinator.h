@@ -1,0 +1,71 @@
+#pragma once
+// KvCacheCoordinator: the shared BlockPool and one ISingleTypeManager per KV cache group
+// (vllm/v1/core/kv_cache_coordinator.py, plus KVCacheManager.allocate_slots from kv_cache_manager.py).
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "sim/engine/block_pool.h"
+#include "sim/engine/i_single_type_manager.h"
+#include "sim/model/kv_layout.h"
+
+namespace kvsim {
+
+// A prefix hit: the blocks backing it in every group, and its length in tokens (a block multiple).
+struct CacheHit {
+  std::vector<std::vector<BlockId>> blocks;  // per group
+  int64_t num_tokens = 0;
+  int64_t first_pass_tokens = 0;  // the first group's own match before groups were reconciled
+  void clear() {
+    for (auto& b : blocks) b.clear();
+    num_tokens = 0;
+    first_pass_tokens = 0;
+  }
+};
+
+class KvCacheCoordinator {
+ public:
+  // `max_in_flight_tokens` bounds one request's tokens per step (sliding-window admission cap).
+  KvCacheCoordinator(const KvCacheLayout& layout, bool enable_caching, int64_t max_in_flight_tokens,
+                     int64_t max_model_len);
+
+  int block_size() const { return block_size_; }
+  int num_groups() const { return static_cast<int>(managers_.size()); }
+  const ISingleTypeManager& manager(int g) const { return *managers_[static_cast<size_t>(g)]; }
+  BlockPool& pool() { return pool_; }
+  const BlockPool& pool() const { return pool_; }
+  // The group whose registrations describe the prefix history (first full-attention group, else 0).
+  int history_group() const { return history_group_; }
+
+  // vLLM HybridKVCacheCoordinator.find_longest_cache_hit: full attention first; each group accepts
+  // or shrinks the candidate length until a fixed point; every group's list is cut to the result.
+  void find_longest_cache_hit(std::span<const uint64_t> hashes, int64_t max_length, CacheHit& out) const;
+
+  // vLLM KVCacheManager.allocate_slots for `slot`, which has `num_computed` processed tokens and gets
+  // `num_new_tokens` more this step, after a prefix hit `hit` (new requests only; null otherwise).
+  // With `full_sequence_tokens` > 0 the blocks for that many tokens must fit too (admission,
+  // scheduler_reserve_full_isl; sliding-window groups capped at max_blocks_per_request). `reserve`
+  // blocks are kept free (watermark). Returns false, changing nothing but skipped-block removal,
+  // when the blocks do not fit: the caller preempts or stops admitting.
+  bool allocate_slots(int slot, int64_t num_computed, int64_t num_new_tokens, const CacheHit* hit,
+                      int64_t full_sequence_tokens, int64_t reserve);
+  // Registers the hashes of full blocks up to `num_tokens` in every group. Returns the first block
+  // index newly registered in the history group (blocks [returned, num_tokens / B) are new there).
+  int64_t cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens);
+  // Frees every group's blocks, tail first.
+  void free(int slot);
+  int64_t num_held_blocks(int slot) const;
+
+ private:
+  int block_size_;
+  bool enable_caching_;
+  int64_t max_model_len_;
+  int history_group_ = 0;
+  BlockPool pool_;
+  std::vector<std::unique_ptr<ISingleTypeManager>> managers_;
+  std::vector<int> lookup_order_;  // full attention first (vLLM sorts FA spec groups first)
+  mutable std::vector<BlockId> scratch_;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,288 @@
+#include "sim/engine/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/core/check.h"
+
+namespace kvsim {
+namespace {
+// Domain of text-only (image keys dropped) hashes inside the seen filter.
+uint64_t text_only_key(uint64_t h) { return avalanche64(h ^ 0x746578742d6f6e6cULL); }
+}  // namespace
+
+Scheduler::Scheduler(const EngineConfig& config)
+    : config_(config),
+      priority_(config.policy == "priority"),
+      kv_(config.layout, config.enable_prefix_caching, config.max_num_batched_tokens, config.max_model_len) {
+  KVSIM_CHECK(config.policy == "fcfs" || config.policy == "priority", "unknown policy " << config.policy);
+  KVSIM_CHECK(config.max_num_batched_tokens > 0 && config.max_num_seqs > 0, "empty step budget");
+}
+
+int Scheduler::add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_output, SimTime now) {
+  int slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<int>(requests_.size());
+    requests_.emplace_back();
+    finished_mark_.push_back(0);
+  }
+  EngineRequest& r = requests_[static_cast<size_t>(slot)];
+  r = EngineRequest{};
+  r.seq = TokenSequence(spec.prompt);
+  r.hasher = BlockHasher(config_.layout.block_size, spec);
+  if (config_.enable_prefix_caching) r.hasher.extend(r.seq);
+  r.prompt_tokens = prompt_tokens;
+  r.max_output = max_output;
+  r.num_tokens = prompt_tokens;
+  r.arrival_seq = next_seq_++;
+  r.status = RequestStatus::kWaiting;
+  r.record.id = spec.id;
+  r.record.arrival = now;
+  r.record.prompt_tokens = prompt_tokens;
+  r.record.requested_output_tokens = max_output;
+  r.record.instance = config_.instance;
+  spec.prompt.clear();  // identities live in r.seq
+  spec.prompt.shrink_to_fit();
+  r.spec = std::move(spec);
+  waiting_push_back(slot);
+  return slot;
+}
+
+Scheduler::PriorityKey Scheduler::priority_key(int slot) const {
+  const EngineRequest& r = request(slot);
+  return {r.spec.priority, r.record.arrival.ns(), r.arrival_seq, slot};
+}
+
+int Scheduler::waiting_front() const { return priority_ ? std::get<3>(*by_priority_.begin()) : fcfs_.front(); }
+
+void Scheduler::waiting_pop_front() {
+  if (priority_) {
+    by_priority_.erase(by_priority_.begin());
+  } else {
+    fcfs_.pop_front();
+  }
+}
+
+void Scheduler::waiting_push_back(int slot) {
+  if (priority_) {
+    by_priority_.insert(priority_key(slot));
+  } else {
+    fcfs_.push_back(slot);
+  }
+}
+
+void Scheduler::waiting_push_front(int slot) {
+  if (priority_) {
+    by_priority_.insert(priority_key(slot));  // vLLM: the priority heap orders preempted requests too
+  } else {
+    fcfs_.push_front(slot);
+  }
+}
+
+void Scheduler::preempt(int slot) {
+  EngineRequest& r = request(slot);
+  kv_.free(slot);
+  r.num_computed = 0;
+  r.status = RequestStatus::kPreempted;
+  ++r.record.preemptions;
+  waiting_push_front(slot);
+}
+
+void Scheduler::register_blocks(int slot, int64_t num_tokens) {
+  if (!config_.enable_prefix_caching) return;
+  EngineRequest& r = request(slot);
+  const int64_t first = kv_.cache_blocks(slot, r.hasher.hashes(), num_tokens);
+  const int64_t full = std::min<int64_t>(num_tokens / kv_.block_size(), std::ssize(r.hasher.hashes()));
+  const int64_t b = kv_.block_size();
+  for (int64_t k = first; k < full; ++k) {
+    const auto ku = static_cast<size_t>(k);
+    seen_.insert(r.hasher.hashes()[ku]);
+    if (r.hasher.has_images()) seen_.insert(text_only_key(r.hasher.text_only_hash(ku)));
+    if (r.hasher.has_inner_boundary(ku)) {
+      boundaries_.clear();
+      r.hasher.boundary_keys(r.seq, k, (k + 1) * b, boundaries_);
+      for (const auto& [pos, key] : boundaries_) seen_.insert(key);
+    }
+  }
+}
+
+void Scheduler::attribute_miss(EngineRequest& r, int64_t cached) {
+  // Reusable = the prefix seen before (whole blocks registered at some time, then a run-boundary
+  // prefix of the next block, or the same text under another image), capped at L - 1 as vLLM's hits.
+  const int64_t b = kv_.block_size();
+  const int64_t len = r.num_tokens;
+  const auto& hashes = r.hasher.hashes();
+  const int64_t nblocks = std::ssize(hashes);
+  int64_t s = cached / b;
+  while (s < nblocks && seen_.contains(hashes[static_cast<size_t>(s)])) ++s;
+  int64_t seen_tokens = s * b;
+  if (s * b < len) {
+    boundaries_.clear();
+    r.hasher.boundary_keys(r.seq, s, len, boundaries_);
+    for (const auto& [pos, key] : boundaries_)
+      if (seen_.contains(key)) seen_tokens = std::max(seen_tokens, pos);
+  }
+  int64_t text_blocks = s;
+  if (r.hasher.has_images()) {
+    while (text_blocks < nblocks &&
+           seen_.contains(text_only_key(r.hasher.text_only_hash(static_cast<size_t>(text_blocks)))))
+      ++text_blocks;
+  }
+  const int64_t reusable = std::min(std::max(seen_tokens, text_blocks * b), len - 1);
+  if (cached >= reusable) return;
+  r.record.lost_tokens = reusable - cached;
+  const int64_t k = cached / b;
+  const bool whole_block_usable = (k + 1) * b <= len - 1;
+  if (k < s && whole_block_usable) {
+    r.record.cause = MissCause::kEvicted;
+  } else if (k < text_blocks && whole_block_usable) {
+    r.record.cause = MissCause::kDifferentImage;
+  } else if (reusable > cached) {
+    r.record.cause = MissCause::kPartialBlock;
+  } else {
+    r.record.cause = MissCause::kNeverSeen;
+  }
+}
+
+void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
+  out.clear();
+  int64_t budget = config_.max_num_batched_tokens;
+  const int64_t thr = config_.long_prefill_token_threshold;
+
+  // 1. Running requests, in list order.
+  size_t i = 0;
+  while (i < running_.size() && budget > 0) {
+    const int slot = running_[i];
+    EngineRequest& r = request(slot);
+    int64_t n = r.num_tokens - r.num_computed;
+    if (thr > 0) n = std::min(n, thr);
+    n = std::min(n, budget);
+    n = std::min(n, config_.max_model_len - 1 - r.num_computed);
+    if (n <= 0) {
+      ++i;
+      continue;
+    }
+    bool scheduled = false;
+    while (true) {
+      if (kv_.allocate_slots(slot, r.num_computed, n, nullptr, 0, 0)) {
+        scheduled = true;
+        break;
+      }
+      size_t victim_index = running_.size() - 1;
+      if (priority_) {
+        for (size_t j = 0; j < running_.size(); ++j) {
+          const EngineRequest& a = request(running_[j]);
+          const EngineRequest& v = request(running_[victim_index]);
+          if (std::tie(a.spec.priority, a.record.arrival, a.arrival_seq) >
+              std::tie(v.spec.priority, v.record.arrival, v.arrival_seq))
+            victim_index = j;
+        }
+      }
+      const int victim = running_[victim_index];
+      running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(victim_index));
+      if (victim_index < i) {
+        // Already scheduled this step (priority policy): give its tokens back.
+        --i;
+        auto it = std::find_if(out.scheduled.begin(), out.scheduled.end(),
+                               [victim](const ScheduledRequest& s) { return s.slot == victim; });
+        KVSIM_CHECK(it != out.scheduled.end(), "scheduled victim missing");
+        budget += it->num_tokens;
+        out.scheduled.erase(it);
+      }
+      preempt(victim);
+      ++out.preemptions;
+      if (victim == slot) break;
+    }
+    if (!scheduled) continue;  // `slot` left running_; index i now holds the next request
+    out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed});
+    register_blocks(slot, std::min(r.num_computed + n, r.num_tokens));
+    budget -= n;
+    ++i;
+  }
+
+  // 2. Waiting requests, only when nothing was preempted this step.
+  if (out.preemptions > 0) return;
+  const int64_t watermark_blocks =
+      static_cast<int64_t>(std::ceil(config_.watermark * static_cast<double>(kv_.pool().num_blocks())));
+  while (!waiting_empty() && budget > 0) {
+    if (std::ssize(running_) >= config_.max_num_seqs) break;
+    const int slot = waiting_front();
+    EngineRequest& r = request(slot);
+    KVSIM_CHECK(r.num_computed == 0, "waiting request with computed tokens");
+    // vLLM get_computed_blocks: lookup capped at num_tokens - 1; stats counted at every lookup.
+    kv_.find_longest_cache_hit(r.hasher.hashes(), r.num_tokens - 1, hit_);
+    if (config_.enable_prefix_caching) {
+      r.record.prefix_queries_blocks += r.num_tokens / kv_.block_size();
+      r.record.prefix_hits_blocks += hit_.num_tokens / kv_.block_size();
+    }
+    int64_t n = r.num_tokens - hit_.num_tokens;
+    if (thr > 0) n = std::min(n, thr);
+    if (!config_.enable_chunked_prefill && n > budget) break;
+    n = std::min(n, budget);
+    KVSIM_CHECK(n > 0, "nothing to schedule for a waiting request");
+    const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
+    const int64_t full = config_.scheduler_reserve_full_isl ? r.num_tokens : 0;
+    if (!kv_.allocate_slots(slot, 0, n, &hit_, full, reserve)) break;
+    waiting_pop_front();
+    running_.push_back(slot);
+    r.status = RequestStatus::kRunning;
+    if (r.num_cached_tokens < 0) {
+      r.num_cached_tokens = hit_.num_tokens;
+      r.record.first_scheduled = now;
+      r.record.matched_tokens = hit_.first_pass_tokens;
+      r.record.cached_tokens = hit_.num_tokens;
+      if (config_.enable_prefix_caching) attribute_miss(r, hit_.num_tokens);
+    }
+    r.num_computed = hit_.num_tokens;
+    out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed});
+    register_blocks(slot, std::min(r.num_computed + n, r.num_tokens));
+    budget -= n;
+  }
+}
+
+void Scheduler::append_token(int slot) {
+  EngineRequest& r = request(slot);
+  // Generated token j (0-based) has identity (output_content_id, j).
+  r.seq.append(r.spec.output_content_id, r.generated, 1, false);
+  ++r.generated;
+  ++r.num_tokens;
+  if (config_.enable_prefix_caching) r.hasher.extend(r.seq);
+}
+
+void Scheduler::finish(int slot) {
+  kv_.free(slot);
+  finished_mark_[static_cast<size_t>(slot)] = 1;
+}
+
+void Scheduler::compact_running() {
+  auto keep = std::remove_if(running_.begin(), running_.end(),
+                             [this](int s) { return finished_mark_[static_cast<size_t>(s)] != 0; });
+  running_.erase(keep, running_.end());
+}
+
+void Scheduler::release(int slot) {
+  EngineRequest& r = request(slot);
+  r = EngineRequest{};
+  finished_mark_[static_cast<size_t>(slot)] = 0;
+  free_slots_.push_back(slot);
+}
+
+int Scheduler::pop_unschedulable_head() {
+  KVSIM_CHECK(running_.empty() && !waiting_empty(), "no unschedulable head");
+  const int slot = waiting_front();
+  waiting_pop_front();
+  kv_.free(slot);
+  return slot;
+}
+
+std::vector<int> Scheduler::live_slots() const {
+  std::vector<int> out;
+  for (size_t s = 0; s < requests_.size(); ++s)
+    if (requests_[s].status != RequestStatus::kFree) out.push_back(static_cast<int>(s));
+  return out;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,97 @@
+#pragma once
+// Scheduler: vLLM v1 Scheduler.schedule() (vllm/v1/core/sched/scheduler.py) over one
+// KvCacheCoordinator.
+//  - RUNNING requests first, in list (admission) order: tokens not yet computed, capped by
+//    long_prefill_token_threshold, the budget and max_model_len; if allocate_slots fails, preempt the
+//    last running request (priority: max (priority, arrival)) by recompute (free its blocks,
+//    num_computed = 0, to the front of the waiting queue) until it fits or the victim is itself.
+//  - WAITING requests only if nothing was preempted this step: stop at max_num_seqs or an empty budget;
+//    prefix lookup when num_computed == 0; admission needs the whole sequence to fit
+//    (scheduler_reserve_full_isl); a failed allocation ends admission (`break`).
+//  - Hashes are registered at schedule time (cache_blocks up to min(computed + new, num_tokens)).
+// Miss attribution (MissCause) happens at a request's first admission; see attribute_miss().
+#include <cstdint>
+#include <deque>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "sim/engine/engine_config.h"
+#include "sim/engine/engine_request.h"
+#include "sim/engine/kv_cache_coordinator.h"
+#include "sim/engine/seen_filter.h"
+
+namespace kvsim {
+
+struct ScheduledRequest {
+  int slot = 0;
+  int64_t num_tokens = 0;           // scheduled this step
+  int64_t num_computed_before = 0;  // computed tokens (hit included) before this step
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledRequest> scheduled;
+  int preemptions = 0;
+  void clear() {
+    scheduled.clear();
+    preemptions = 0;
+  }
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(const EngineConfig& config);
+
+  // Adds a request to the waiting queue; returns its slot. `spec` must be valid (see EngineInstance).
+  int add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_output, SimTime now);
+  void schedule(SimTime now, SchedulerOutput& out);
+  // Appends one sampled token to `slot` (hashes the blocks it fills).
+  void append_token(int slot);
+  // Frees a finished request's blocks and slot, and removes it from the running list lazily
+  // (compact_running() once per step).
+  void finish(int slot);
+  void compact_running();
+  // Removes the head of the waiting queue, which cannot fit even in an empty pool; returns its slot
+  // (still allocated: call release() after reading its record).
+  int pop_unschedulable_head();
+  void release(int slot);
+
+  EngineRequest& request(int slot) { return requests_[static_cast<size_t>(slot)]; }
+  const EngineRequest& request(int slot) const { return requests_[static_cast<size_t>(slot)]; }
+  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_waiting() const { return static_cast<int>(fcfs_.size() + by_priority_.size()); }
+  const std::vector<int>& running() const { return running_; }
+  KvCacheCoordinator& kv() { return kv_; }
+  const KvCacheCoordinator& kv() const { return kv_; }
+  // Every live slot (running or waiting), ascending.
+  std::vector<int> live_slots() const;
+
+ private:
+  using PriorityKey = std::tuple<int, int64_t, uint64_t, int>;  // priority, arrival ns, seq, slot
+  PriorityKey priority_key(int slot) const;
+  bool waiting_empty() const { return num_waiting() == 0; }
+  int waiting_front() const;
+  void waiting_pop_front();
+  void waiting_push_back(int slot);
+  void waiting_push_front(int slot);
+  void preempt(int slot);
+  void admit_lookup(EngineRequest& r);
+  void register_blocks(int slot, int64_t num_tokens);
+  void attribute_miss(EngineRequest& r, int64_t cached_tokens);
+
+  EngineConfig config_;
+  bool priority_;
+  KvCacheCoordinator kv_;
+  SeenFilter seen_;
+  std::vector<EngineRequest> requests_;
+  std::vector<int> free_slots_;
+  std::vector<int> running_;
+  std::vector<uint8_t> finished_mark_;
+  std::deque<int> fcfs_;
+  std::set<PriorityKey> by_priority_;
+  uint64_t next_seq_ = 0;
+  CacheHit hit_;
+  std::vector<std::pair<int64_t, uint64_t>> boundaries_;
+};
+
+}  // namespace kvsim
