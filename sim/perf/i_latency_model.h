@@ -24,6 +24,11 @@ struct BatchShape {
   int64_t decode_context_tokens_windowed = 0;  // same, each capped at the sliding window
   int64_t state_copy_bytes = 0;                // hybrid state checkpoint copies done this step (align mode)
   int64_t state_requests = 0;                  // requests whose recurrent state is read and written this step
+  // KV read by prefill attention: sum over chunks of (computed_before + chunk), and the same with each
+  // span capped at the sliding window. 0 = not supplied (the roofline then assumes each chunk reads
+  // only its own tokens, i.e. num_prefill_tokens).
+  int64_t prefill_context_tokens = 0;
+  int64_t prefill_context_tokens_windowed = 0;
 };
 
 class ILatencyModel {

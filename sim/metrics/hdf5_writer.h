@@ -1,0 +1,79 @@
+#pragma once
+// The run file: one HDF5 file per run. HDF5 is used only inside sim/metrics/ (hdf5.h never appears
+// in a header); tests and tools read files back through RunFileReader below or h5py.
+//
+// Layout (every column a 1-D dataset; times in seconds as float64, counts as int64):
+//   /requests   id, arrival_s, first_scheduled_s, first_token_s, finish_s, prompt_tokens,
+//               output_tokens, requested_output_tokens, matched_tokens, cached_tokens, lost_tokens,
+//               miss_cause (uint8; attribute "names": comma-separated miss_cause_name by value),
+//               preemptions, finished (uint8 0/1), instance, prefix_queries_blocks,
+//               prefix_hits_blocks, saved_state_positions (flattened), saved_state_offsets
+//               (n + 1 entries: request i owns positions[offsets[i]:offsets[i+1]]).
+//               A time that was never reached is NaN: finish_s of unfinished requests,
+//               first_token_s of requests without output, and any time earlier than arrival.
+//   /steps      start_s, end_s, num_prefill_requests, num_decode_requests, num_prefill_tokens,
+//               num_decode_tokens, running, waiting, kv_blocks_used, kv_blocks_cached, preemptions,
+//               instance
+//   /timeseries time_s, running, waiting, kv_blocks_used, concurrency (see run_collector.h)
+//   /summary    attribute "json" (summary_to_json, wall time included) and scalar attributes
+//               requests_finished, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, itl_p50_ms,
+//               e2e_p50_ms, e2e_p99_ms, requests_per_s, output_tokens_per_s, token_hit_rate,
+//               peak_concurrency, mean_concurrency
+//   /meta       attributes scenario (resolved YAML text), seed (uint64), version, events (uint64),
+//               fingerprint (16 hex digits, as in the summary JSON)
+// Time columns carry a "units" attribute ("s"). Strings are variable-length UTF-8. Object
+// modification times are not recorded, so identical runs give identical files apart from wall_s.
+//
+// Atomicity: the file is written to "<path>.tmp" and renamed to <path> only after it has been
+// closed successfully; on any failure the temporary file is removed and an OutputError naming the
+// path is thrown, so a failed write leaves neither file behind. Missing parent directories are
+// created.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/metrics/run_collector.h"
+#include "sim/metrics/summary.h"
+
+namespace kvsim {
+
+// A result file could not be written (or read back).
+class OutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct RunMeta {
+  std::string scenario_yaml;  // the resolved scenario, as text
+  uint64_t seed = 0;
+  std::string version = KVSIM_VERSION;
+  uint64_t events = 0;
+  uint64_t fingerprint = 0;
+};
+
+void write_run_file(const std::string& path, const RunCollector& collector, const RunSummary& summary,
+                    const RunMeta& meta);
+
+// A small reader for run files (tests, tools). Throws OutputError when the file, a dataset or an
+// attribute is missing.
+class RunFileReader {
+ public:
+  explicit RunFileReader(const std::string& path);
+  ~RunFileReader();
+  RunFileReader(const RunFileReader&) = delete;
+  RunFileReader& operator=(const RunFileReader&) = delete;
+
+  bool exists(const std::string& object_path) const;  // "/requests/id", "/meta"
+  std::vector<double> read_doubles(const std::string& dataset) const;
+  std::vector<int64_t> read_ints(const std::string& dataset) const;
+  std::string read_string_attribute(const std::string& object_path, const std::string& name) const;
+  int64_t read_int_attribute(const std::string& object_path, const std::string& name) const;
+  double read_double_attribute(const std::string& object_path, const std::string& name) const;
+
+ private:
+  std::string path_;
+  int64_t file_ = -1;  // hid_t
+};
+
+}  // namespace kvsim

@@ -1,0 +1,180 @@
+#include "sim/metrics/summary.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/model/json.h"
+
+namespace kvsim {
+
+const char* miss_cause_name(MissCause c) {
+  switch (c) {
+    case MissCause::kNone:
+      return "none";
+    case MissCause::kNeverSeen:
+      return "never_seen";
+    case MissCause::kEvicted:
+      return "evicted";
+    case MissCause::kPartialBlock:
+      return "partial_block";
+    case MissCause::kDifferentImage:
+      return "different_image";
+    case MissCause::kNoSavedState:
+      return "no_saved_state";
+    case MissCause::kStateEvicted:
+      return "state_evicted";
+  }
+  return "unknown";
+}
+
+std::string fingerprint_hex(uint64_t fingerprint) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, fingerprint);
+  return buf;
+}
+
+namespace {
+
+// Writes a JSON object with one member per line; nested objects are indented by two spaces.
+class JsonObjectWriter {
+ public:
+  explicit JsonObjectWriter(int indent) : indent_(indent) {}
+  void number(const std::string& key, double v) { add(key, json_number(v)); }
+  void integer(const std::string& key, int64_t v) { add(key, std::to_string(v)); }
+  void integer(const std::string& key, uint64_t v) { add(key, std::to_string(v)); }
+  void string(const std::string& key, const std::string& v) { add(key, json_quote(v)); }
+  void raw(const std::string& key, const std::string& json) { add(key, json); }
+  std::string finish() const {
+    if (members_.empty()) return "{}";
+    std::string pad(static_cast<size_t>(indent_ + 2), ' ');
+    std::string out = "{\n";
+    for (size_t i = 0; i < members_.size(); ++i) {
+      out += pad + members_[i];
+      out += i + 1 < members_.size() ? ",\n" : "\n";
+    }
+    out += std::string(static_cast<size_t>(indent_), ' ') + "}";
+    return out;
+  }
+  int child_indent() const { return indent_ + 2; }
+
+ private:
+  void add(const std::string& key, const std::string& value) { members_.push_back(json_quote(key) + ": " + value); }
+  int indent_;
+  std::vector<std::string> members_;
+};
+
+std::string distribution_json(const Distribution& d, int indent) {
+  JsonObjectWriter w(indent);
+  w.integer("count", d.count);
+  w.number("mean", d.mean);
+  w.number("p50", d.p50);
+  w.number("p90", d.p90);
+  w.number("p99", d.p99);
+  return w.finish();
+}
+
+std::string fmt(double v, int decimals) {
+  if (std::isnan(v)) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+}  // namespace
+
+std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& options) {
+  JsonObjectWriter root(0);
+  const int in = root.child_indent();
+  {
+    JsonObjectWriter w(in);
+    w.integer("count", s.requests.count);
+    w.integer("finished", s.requests.finished);
+    w.integer("unfinished", s.requests.unfinished);
+    root.raw("requests", w.finish());
+  }
+  root.raw("ttft_ms", distribution_json(s.ttft_ms, in));
+  root.raw("tpot_ms", distribution_json(s.tpot_ms, in));
+  root.raw("itl_ms", distribution_json(s.itl_ms, in));
+  root.raw("e2e_ms", distribution_json(s.e2e_ms, in));
+  root.raw("queue_ms", distribution_json(s.queue_ms, in));
+  {
+    JsonObjectWriter w(in);
+    w.number("duration_s", s.throughput.duration_s);
+    w.number("requests_per_s", s.throughput.requests_per_s);
+    w.number("output_tokens_per_s", s.throughput.output_tokens_per_s);
+    root.raw("throughput", w.finish());
+  }
+  {
+    const auto& p = s.prefix_cache;
+    JsonObjectWriter w(in);
+    w.integer("prompt_tokens", p.prompt_tokens);
+    w.integer("hit_tokens", p.hit_tokens);
+    w.number("token_hit_rate", p.token_hit_rate);
+    w.integer("queries", p.queries);
+    w.integer("hits", p.hits);
+    w.number("block_hit_rate", p.block_hit_rate);
+    w.integer("hit_requests", p.hit_requests);
+    JsonObjectWriter lost(w.child_indent());
+    for (int c = 0; c < kNumMissCauses; ++c) {
+      lost.integer(miss_cause_name(static_cast<MissCause>(c)), p.lost_tokens_by_cause[static_cast<size_t>(c)]);
+    }
+    w.raw("lost_tokens_by_cause", lost.finish());
+    root.raw("prefix_cache", w.finish());
+  }
+  {
+    JsonObjectWriter w(in);
+    w.integer("peak", s.concurrency.peak);
+    w.number("mean", s.concurrency.mean);
+    root.raw("concurrency", w.finish());
+  }
+  root.integer("preemptions", s.preemptions);
+  {
+    JsonObjectWriter w(in);
+    w.integer("total", s.kv_blocks.total);
+    w.integer("peak_used", s.kv_blocks.peak_used);
+    root.raw("kv_blocks", w.finish());
+  }
+  {
+    JsonObjectWriter w(in);
+    w.integer("events", s.sim.events);
+    if (options.include_wall_time) w.number("wall_s", s.sim.wall_s);
+    w.string("fingerprint", fingerprint_hex(s.sim.fingerprint));
+    root.raw("sim", w.finish());
+  }
+  return root.finish() + "\n";
+}
+
+std::string summary_to_text(const RunSummary& s) {
+  std::ostringstream os;
+  os << "requests     " << s.requests.count << " (" << s.requests.finished << " finished, " << s.requests.unfinished
+     << " unfinished)\n";
+  os << "latency ms        mean       p50       p90       p99\n";
+  auto row = [&](const char* name, const Distribution& d) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-8s %9s %9s %9s %9s\n", name, fmt(d.mean, 2).c_str(), fmt(d.p50, 2).c_str(),
+                  fmt(d.p90, 2).c_str(), fmt(d.p99, 2).c_str());
+    os << buf;
+  };
+  row("ttft", s.ttft_ms);
+  row("tpot", s.tpot_ms);
+  row("itl", s.itl_ms);
+  row("e2e", s.e2e_ms);
+  row("queue", s.queue_ms);
+  os << "throughput   " << fmt(s.throughput.requests_per_s, 3) << " req/s, " << fmt(s.throughput.output_tokens_per_s, 1)
+     << " output tok/s over " << fmt(s.throughput.duration_s, 3) << " s\n";
+  os << "prefix cache " << fmt(100.0 * s.prefix_cache.token_hit_rate, 2) << "% tokens (" << s.prefix_cache.hit_tokens
+     << "/" << s.prefix_cache.prompt_tokens << "), " << fmt(100.0 * s.prefix_cache.block_hit_rate, 2) << "% blocks, "
+     << s.prefix_cache.hit_requests << " requests hit\n";
+  os << "concurrency  peak " << s.concurrency.peak << ", mean " << fmt(s.concurrency.mean, 2) << "\n";
+  os << "kv blocks    peak " << s.kv_blocks.peak_used << " of " << s.kv_blocks.total << "; preemptions "
+     << s.preemptions << "\n";
+  os << "sim          " << s.sim.events << " events, " << fmt(s.sim.wall_s, 2) << " s wall, fingerprint "
+     << fingerprint_hex(s.sim.fingerprint) << "\n";
+  return os.str();
+}
+
+}  // namespace kvsim

@@ -1,0 +1,89 @@
+#pragma once
+// RunSummary: the figures printed at the end of a run and stored in /summary of the run file.
+// Names follow vLLM's metrics where one exists (prefix_cache_queries / prefix_cache_hits in blocks).
+//
+// JSON schema (fixed key order; numbers through json_number; NaN, e.g. a percentile of an empty
+// distribution, is written as null):
+// {
+//   "requests": {"count", "finished", "unfinished"},
+//   "ttft_ms" | "tpot_ms" | "itl_ms" | "e2e_ms" | "queue_ms": {"count", "mean", "p50", "p90", "p99"},
+//   "throughput": {"duration_s", "requests_per_s", "output_tokens_per_s"},
+//   "prefix_cache": {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits",
+//                    "block_hit_rate", "hit_requests", "lost_tokens_by_cause": {<miss_cause_name>: n}},
+//   "concurrency": {"peak", "mean"},
+//   "preemptions": n,
+//   "kv_blocks": {"total", "peak_used"},
+//   "sim": {"events", "wall_s" (omitted with include_wall_time = false), "fingerprint": "<16 hex>"}
+// }
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "sim/metrics/quantiles.h"
+#include "sim/metrics/records.h"
+
+namespace kvsim {
+
+struct RunSummary {
+  struct Requests {
+    int64_t count = 0;  // records received (finished + unfinished)
+    int64_t finished = 0;
+    int64_t unfinished = 0;
+  } requests;
+
+  // Latencies in milliseconds (see run_collector.h for exact definitions).
+  Distribution ttft_ms;
+  Distribution tpot_ms;
+  Distribution itl_ms;
+  Distribution e2e_ms;
+  Distribution queue_ms;
+
+  struct Throughput {
+    double duration_s = 0;  // first arrival to last finish (simulated)
+    double requests_per_s = 0;
+    double output_tokens_per_s = 0;
+  } throughput;
+
+  struct PrefixCache {
+    int64_t prompt_tokens = 0;
+    int64_t hit_tokens = 0;                                      // sum of cached_tokens
+    double token_hit_rate = 0;                                   // hit_tokens / prompt_tokens (0 when no prompt tokens)
+    int64_t queries = 0;                                         // vLLM prefix_cache_queries, in blocks
+    int64_t hits = 0;                                            // vLLM prefix_cache_hits, in blocks
+    double block_hit_rate = 0;                                   // hits / queries (0 when no queries)
+    int64_t hit_requests = 0;                                    // requests with cached_tokens > 0
+    std::array<int64_t, kNumMissCauses> lost_tokens_by_cause{};  // indexed by MissCause
+  } prefix_cache;
+
+  struct Concurrency {
+    int64_t peak = 0;
+    double mean = 0;  // time-weighted over first arrival .. end of run
+  } concurrency;
+
+  int64_t preemptions = 0;
+
+  struct KvBlocks {
+    int64_t total = 0;
+    int64_t peak_used = 0;
+  } kv_blocks;
+
+  struct Sim {
+    uint64_t events = 0;
+    double wall_s = 0;  // the one non-deterministic field
+    uint64_t fingerprint = 0;
+  } sim;
+};
+
+struct SummaryJsonOptions {
+  // false omits sim.wall_s so that two runs of the same scenario give byte-identical JSON.
+  bool include_wall_time = true;
+};
+
+// Pretty-printed JSON (2-space indent, trailing newline), byte-identical for identical summaries.
+std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& options = {});
+// A short human-readable table for the terminal.
+std::string summary_to_text(const RunSummary& s);
+// 16 lower-case hex digits.
+std::string fingerprint_hex(uint64_t fingerprint);
+
+}  // namespace kvsim
