@@ -67,5 +67,41 @@ TEST(AzureReader, TimeScaleStretchesGaps) {
   EXPECT_EQ(reqs[1].arrival.ns(), 8'629'158'000);  // 2 * 4.3145790 s
 }
 
+std::string error_of(const WorkloadConfig& w) {
+  RandomStreams rng(1);
+  try {
+    auto src = make_request_source(w, rng);
+    drain(*src);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(AzureReader, BadRowNamesLineAndColumn) {
+  // The header is line 1, so the malformed time is on line 3.
+  const std::string msg = error_of(trace_workload("azure", "azure_bad_rows.csv"));
+  EXPECT_NE(msg.find("azure_bad_rows.csv:3: TIMESTAMP: '2023-11-16 18:15:4x.0000000'"), std::string::npos) << msg;
+}
+
+TEST(AzureReader, SkipBadLinesSkipsBadTimesAndZeroLengths) {
+  auto w = trace_workload("azure", "azure_bad_rows.csv");
+  w.trace->skip_bad_lines = true;
+  RandomStreams rng(1);
+  auto src = make_request_source(w, rng);
+  const auto reqs = drain(*src);
+  // Line 3 (bad time) and line 4 (ContextTokens 0) are skipped; lines 2 and 5 remain.
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(src->skipped_lines(), 2);
+  EXPECT_EQ(reqs[1].arrival.ns(), 4'319'410'000);  // 51.0 - 46.6805900 s
+}
+
+TEST(AzureReader, MissingHeaderIsFatalEvenWhenSkipping) {
+  auto w = trace_workload("azure", "azure_no_header.csv");
+  w.trace->skip_bad_lines = true;
+  const std::string msg = error_of(w);
+  EXPECT_NE(msg.find("azure_no_header.csv:1: header lacks column 'TIMESTAMP'"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace kvsim

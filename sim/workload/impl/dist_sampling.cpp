@@ -24,7 +24,8 @@ int64_t sample_tokens(const DistSpec& d, RandomStream& rng) {
   double x;
   if (d.kind == "uniform") {
     // Integer bounds, both inclusive.
-    x = static_cast<double>(rng.uniform_int(static_cast<int64_t>(std::ceil(d.min)), static_cast<int64_t>(d.max)));
+    const int64_t lo = static_cast<int64_t>(std::ceil(d.min));
+    x = static_cast<double>(rng.uniform_int(lo, std::max(lo, static_cast<int64_t>(d.max))));
   } else {
     x = sample_raw(d, rng);
   }

@@ -59,7 +59,11 @@ std::optional<RequestSpec> TraceReader::next() {
     if (!origin_ns_) origin_ns_ = origin_is_first_record() ? rec.time_ns : 0;
     RequestSpec spec = std::move(rec.spec);
     spec.id = RequestId(emitted_);
-    spec.arrival = SimTime::zero() + scaled(rec.time_ns - *origin_ns_);
+    try {
+      spec.arrival = SimTime::zero() + scaled(rec.time_ns - *origin_ns_);
+    } catch (const std::invalid_argument&) {
+      throw InputError(where + time_field() + ": arrival out of range after time_scale");
+    }
     if (!rec.has_output_id) spec.output_content_id = make_content_id(ContentNamespace::kOutput, emitted_);
     ++emitted_;
     return spec;
