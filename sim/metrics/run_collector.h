@@ -13,7 +13,9 @@
 // gets the gap since the previous delivery and the other n - 1 get a gap of 0, so a request
 // contributes exactly output_tokens - 1 gaps. The first delivery is TTFT, not an ITL gap.
 // Gaps are stored as float milliseconds (4 bytes per generated token; float keeps ~7 significant
-// digits, i.e. better than 1 ns for gaps below 10 ms); no other per-token data is kept. Per-request
+// digits, i.e. better than 1 ns for gaps below 10 ms); no other per-token data is kept. summarize()
+// sorts a copy, so memory peaks at 8 bytes per generated token then (1M requests x 100 tokens: ~0.8 GB;
+// measured ~1 GB RSS in total with the request rows). Per-request
 // bookkeeping for ITL (the last delivery time) lives only while a request is in flight and is
 // dropped by on_request_done(); tokens reported after on_request_done() start a new sequence.
 //

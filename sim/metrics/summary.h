@@ -41,7 +41,7 @@ struct RunSummary {
   struct Throughput {
     double duration_s = 0;  // first arrival to last finish (simulated)
     double requests_per_s = 0;
-    double output_tokens_per_s = 0;
+    double output_tokens_per_s = 0;  // all generated tokens (unfinished requests' too) / duration_s
   } throughput;
 
   struct PrefixCache {

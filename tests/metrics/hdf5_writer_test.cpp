@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 namespace kvsim {
 namespace {
@@ -157,5 +159,28 @@ TEST(Hdf5Writer, TempFileIsRenamedOnlyOnSuccess) {
 }
 
 TEST(Hdf5Writer, ReaderRejectsMissingFile) { EXPECT_THROW(RunFileReader("/nonexistent/kvsim/run.h5"), OutputError); }
+
+}  // namespace kvsim
+
+namespace kvsim {
+
+// Object modification times are not recorded, so identical inputs give byte-identical files.
+TEST(Hdf5Writer, IdenticalRunsGiveIdenticalFiles) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "kvsim_hdf5_test_identical";
+  fs::remove_all(dir);
+  const RunCollector c = sample_collector();
+  const RunSummary s = c.summarize({.events = 99, .wall_s = 0.0, .fingerprint = 1});
+  write_run_file((dir / "a.h5").string(), c, s, sample_meta());
+  write_run_file((dir / "b.h5").string(), c, s, sample_meta());
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string a = slurp(dir / "a.h5");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, slurp(dir / "b.h5"));
+  fs::remove_all(dir);
+}
 
 }  // namespace kvsim
