@@ -59,7 +59,7 @@ class EventQueue {
   SimTime now_ = SimTime::zero();
   uint64_t seq_ = 0;
   uint64_t dispatched_ = 0;
-  uint64_t fingerprint_ = 1469598103934665603ULL;
+  uint64_t fingerprint_ = 14695981039346656037ULL;
 };
 
 }  // namespace kvsim

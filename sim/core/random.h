@@ -41,6 +41,6 @@ class RandomStreams {
 
 uint64_t splitmix64(uint64_t& state);
 // FNV-1a over the bytes of a string; used to derive stream seeds from names.
-uint64_t fnv1a64(const std::string& s, uint64_t h = 1469598103934665603ULL);
+uint64_t fnv1a64(const std::string& s, uint64_t h = 14695981039346656037ULL);
 
 }  // namespace kvsim
