@@ -86,7 +86,8 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (!vm.count("scenario")) throw InputError("run: no scenario given (try: kvsim run scenarios/quickstart.yaml)");
-  std::vector<std::string> overrides = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  std::vector<std::string> overrides =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (vm.count("skip-bad-lines")) overrides.push_back("workload.trace.skip_bad_lines=true");
   Scenario s = load_scenario(vm["scenario"].as<std::string>(), overrides);
   if (vm.count("out")) s.output.hdf5 = vm["out"].as<std::string>();
@@ -159,8 +160,9 @@ int run_bench_command(const std::vector<std::string>& args, std::ostream& out) {
                 "bench %s: %lld requests, %llu events, simulated %.1f s\n"
                 "  wall %.3f s (best of %d): %.0f requests/s, %.0f events/s; peak RSS %.1f MiB\n",
                 s.path.c_str(), static_cast<long long>(res.summary.requests.count),
-                static_cast<unsigned long long>(res.events), res.collector->steps().empty() ? 0.0 : res.collector->steps().back().end.seconds(),
-                best, repeat, res.summary.requests.count / best, res.events / best, ru.ru_maxrss / 1024.0);
+                static_cast<unsigned long long>(res.events),
+                res.collector->steps().empty() ? 0.0 : res.collector->steps().back().end.seconds(), best, repeat,
+                res.summary.requests.count / best, res.events / best, ru.ru_maxrss / 1024.0);
   out << buf;
   return 0;
 }

@@ -16,7 +16,8 @@ namespace kvsim {
 namespace {
 
 po::options_description size_options() {
-  po::options_description d("kvsim size CONFIG.json... [options]\n\nExact KV cache, state, weights and capacity per model");
+  po::options_description d(
+      "kvsim size CONFIG.json... [options]\n\nExact KV cache, state, weights and capacity per model");
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
@@ -90,7 +91,8 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   opt.kv_dtype = parse_dtype(vm["kv-dtype"].as<std::string>(), "--kv-dtype");
   opt.state_dtype = vm["state-dtype"].as<std::string>();
   if (vm.count("weight-dtype")) opt.weight_dtype = parse_dtype(vm["weight-dtype"].as<std::string>(), "--weight-dtype");
-  opt.contexts = vm.count("context") ? vm["context"].as<std::vector<int64_t>>() : std::vector<int64_t>{8192, 32768, 131072};
+  opt.contexts =
+      vm.count("context") ? vm["context"].as<std::vector<int64_t>>() : std::vector<int64_t>{8192, 32768, 131072};
   for (int64_t c : opt.contexts)
     if (c <= 0) throw InputError("--context must be > 0 (got " + std::to_string(c) + ")");
   opt.images = vm["images"].as<int>();

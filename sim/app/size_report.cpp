@@ -121,8 +121,8 @@ std::string pad(const std::string& s, size_t w, bool right = true) {
 
 void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions& opt, std::ostream& out) {
   out << "KV cache dtype " << dtype_name(opt.kv_dtype) << ", state dtype " << opt.state_dtype << ", engine "
-      << engine_name(opt.engine) << ", tp " << opt.par.tp << (opt.par.dcp > 1 ? ", dcp " + std::to_string(opt.par.dcp) : "")
-      << "\n\n";
+      << engine_name(opt.engine) << ", tp " << opt.par.tp
+      << (opt.par.dcp > 1 ? ", dcp " + std::to_string(opt.par.dcp) : "") << "\n\n";
   out << pad("model", 20, false) << "  " << pad("layers", 38, false) << pad("KV B/token", 12) << pad("window cap", 12)
       << pad("state/req", 12) << pad("= tokens", 10) << pad("params", 10) << pad("weights", 12) << pad("block", 7);
   for (int64_t c : opt.contexts) out << pad("@" + group_digits(c), 14);
@@ -145,7 +145,8 @@ void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions&
     out << "  layers: " << layers_text(r.spec) << "\n";
     out << "  KV bytes per token: " << group_digits(r.kv_bytes_per_token) << " (BF16 "
         << group_digits(r.kv_bytes_per_token_bf16) << ", FP8 " << group_digits(r.kv_bytes_per_token_fp8) << ")\n";
-    if (r.window_bytes_max) out << "  window layers hold at most " << format_bytes(r.window_bytes_max) << " per request\n";
+    if (r.window_bytes_max)
+      out << "  window layers hold at most " << format_bytes(r.window_bytes_max) << " per request\n";
     if (r.state_bytes_per_request)
       out << "  fixed state per request: " << format_bytes(r.state_bytes_per_request) << " (conv "
           << dtype_name(r.state_dtypes.conv) << ", ssm " << dtype_name(r.state_dtypes.ssm) << "; BF16 "
@@ -157,9 +158,9 @@ void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions&
         << format_bytes(r.weight_bytes) << " in " << dtype_name(r.weight_dtype) << "\n";
     out << "  engine block size: " << r.block_size << " tokens; " << r.layout.describe() << "\n";
     if (opt.par.tp > 1 || opt.par.dcp > 1)
-      out << "  per GPU (tp " << opt.par.tp << ", dcp " << opt.par.dcp << "): KV " << group_digits(r.kv_bytes_per_token_per_gpu)
-          << " B/token, state " << format_bytes(r.state_bytes_per_gpu) << ", weights " << format_bytes(r.weight_bytes_per_gpu)
-          << "\n";
+      out << "  per GPU (tp " << opt.par.tp << ", dcp " << opt.par.dcp << "): KV "
+          << group_digits(r.kv_bytes_per_token_per_gpu) << " B/token, state " << format_bytes(r.state_bytes_per_gpu)
+          << ", weights " << format_bytes(r.weight_bytes_per_gpu) << "\n";
     if (r.image_tokens_total)
       out << "  images: " << opt.images << " x " << opt.image_width << "x" << opt.image_height << " = "
           << group_digits(r.image_tokens_total) << " tokens (" << group_digits(r.image_tokens_each)
@@ -182,7 +183,8 @@ void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions&
           << pad(format_bytes(c.bytes_padded), 14);
       if (opt.par.tp > 1 || opt.par.dcp > 1) out << pad(format_bytes(c.bytes_padded_per_gpu), 14);
       if (c.max_concurrent) out << pad(group_digits(*c.max_concurrent), 16);
-      if (c.transfer_s) out << pad(fmt("%.3f ms", *c.transfer_s * 1e3), 22) << pad(format_bytes(*c.bytes_per_decode_gpu), 16);
+      if (c.transfer_s)
+        out << pad(fmt("%.3f ms", *c.transfer_s * 1e3), 22) << pad(format_bytes(*c.bytes_per_decode_gpu), 16);
       out << "\n";
     }
   }
@@ -202,44 +204,50 @@ void print_size_json(const std::vector<SizeReport>& reports, const SizeOptions& 
       o << (first ? "" : ", ") << json_quote(layer_kind_name(k)) << ": " << r.spec.count(k);
       first = false;
     }
-    o << "}, \"kv_dtype\": " << json_quote(dtype_name(opt.kv_dtype)) << ", \"kv_bytes_per_token\": "
-      << r.kv_bytes_per_token << ", \"kv_bytes_per_token_bf16\": " << r.kv_bytes_per_token_bf16
-      << ", \"kv_bytes_per_token_fp8\": " << r.kv_bytes_per_token_fp8 << ", \"window_bytes_max\": " << r.window_bytes_max
-      << ", \"state_bytes_per_request\": " << r.state_bytes_per_request << ", \"state_dtype\": {\"conv\": "
-      << json_quote(dtype_name(r.state_dtypes.conv)) << ", \"ssm\": " << json_quote(dtype_name(r.state_dtypes.ssm))
-      << "}, \"state_bytes_bf16\": " << r.state_bytes_bf16 << ", \"state_token_equivalent\": "
-      << json_number(r.state_token_equivalent) << ", \"params\": " << r.spec.params << ", \"active_params\": "
-      << r.spec.active_params << ", \"vision_params\": " << r.spec.vision_params << ", \"weight_dtype\": "
-      << json_quote(dtype_name(r.weight_dtype)) << ", \"weight_bytes\": " << r.weight_bytes
+    o << "}, \"kv_dtype\": " << json_quote(dtype_name(opt.kv_dtype))
+      << ", \"kv_bytes_per_token\": " << r.kv_bytes_per_token
+      << ", \"kv_bytes_per_token_bf16\": " << r.kv_bytes_per_token_bf16
+      << ", \"kv_bytes_per_token_fp8\": " << r.kv_bytes_per_token_fp8
+      << ", \"window_bytes_max\": " << r.window_bytes_max
+      << ", \"state_bytes_per_request\": " << r.state_bytes_per_request
+      << ", \"state_dtype\": {\"conv\": " << json_quote(dtype_name(r.state_dtypes.conv))
+      << ", \"ssm\": " << json_quote(dtype_name(r.state_dtypes.ssm))
+      << "}, \"state_bytes_bf16\": " << r.state_bytes_bf16
+      << ", \"state_token_equivalent\": " << json_number(r.state_token_equivalent) << ", \"params\": " << r.spec.params
+      << ", \"active_params\": " << r.spec.active_params << ", \"vision_params\": " << r.spec.vision_params
+      << ", \"weight_dtype\": " << json_quote(dtype_name(r.weight_dtype)) << ", \"weight_bytes\": " << r.weight_bytes
       << ", \"block_size\": " << r.block_size << ", \"tp\": " << opt.par.tp << ", \"dcp\": " << opt.par.dcp
-      << ", \"per_gpu\": {\"kv_bytes_per_token\": " << r.kv_bytes_per_token_per_gpu << ", \"window_bytes_max\": "
-      << r.window_bytes_max_per_gpu << ", \"state_bytes_per_request\": " << r.state_bytes_per_gpu
-      << ", \"weight_bytes\": " << r.weight_bytes_per_gpu << "}, \"kv_cache_groups\": " << r.layout.groups.size();
+      << ", \"per_gpu\": {\"kv_bytes_per_token\": " << r.kv_bytes_per_token_per_gpu
+      << ", \"window_bytes_max\": " << r.window_bytes_max_per_gpu
+      << ", \"state_bytes_per_request\": " << r.state_bytes_per_gpu << ", \"weight_bytes\": " << r.weight_bytes_per_gpu
+      << "}, \"kv_cache_groups\": " << r.layout.groups.size();
     if (r.memory) {
       const auto& m = *r.memory;
-      o << ", \"gpu\": {\"name\": " << json_quote(opt.gpu->name) << ", \"engine\": " << json_quote(engine_name(opt.engine))
-        << ", \"memory_bytes\": " << m.total << ", \"memory_fraction\": " << json_number(r.memory_fraction)
-        << ", \"engine_share_bytes\": " << m.engine_share << ", \"weight_bytes\": " << m.weights
-        << ", \"reserve_bytes\": " << m.reserve << ", \"kv_bytes\": " << m.kv_available
-        << ", \"num_blocks\": " << r.layout.num_blocks << "}";
+      o << ", \"gpu\": {\"name\": " << json_quote(opt.gpu->name)
+        << ", \"engine\": " << json_quote(engine_name(opt.engine)) << ", \"memory_bytes\": " << m.total
+        << ", \"memory_fraction\": " << json_number(r.memory_fraction) << ", \"engine_share_bytes\": " << m.engine_share
+        << ", \"weight_bytes\": " << m.weights << ", \"reserve_bytes\": " << m.reserve
+        << ", \"kv_bytes\": " << m.kv_available << ", \"num_blocks\": " << r.layout.num_blocks << "}";
     }
     if (r.image_tokens_total)
-      o << ", \"images\": {\"count\": " << opt.images << ", \"width\": " << opt.image_width << ", \"height\": "
-        << opt.image_height << ", \"tokens_per_image\": " << r.image_tokens_each << ", \"tokens\": "
-        << r.image_tokens_total << ", \"bytes\": " << r.image_bytes << "}";
+      o << ", \"images\": {\"count\": " << opt.images << ", \"width\": " << opt.image_width
+        << ", \"height\": " << opt.image_height << ", \"tokens_per_image\": " << r.image_tokens_each
+        << ", \"tokens\": " << r.image_tokens_total << ", \"bytes\": " << r.image_bytes << "}";
     if (opt.link)
-      o << ", \"link\": {\"name\": " << json_quote(opt.link->name) << ", \"effective_bytes_per_s\": "
-        << json_number(opt.link->effective_bandwidth()) << ", \"latency_s\": " << json_number(opt.link->latency.seconds())
+      o << ", \"link\": {\"name\": " << json_quote(opt.link->name)
+        << ", \"effective_bytes_per_s\": " << json_number(opt.link->effective_bandwidth())
+        << ", \"latency_s\": " << json_number(opt.link->latency.seconds())
         << ", \"decode_tp\": " << (opt.decode_tp > 0 ? opt.decode_tp : opt.par.tp) << "}";
     o << ", \"contexts\": [";
     for (size_t j = 0; j < r.contexts.size(); ++j) {
       const ContextRow& c = r.contexts[j];
-      o << (j ? ", " : "") << "{\"tokens\": " << c.tokens << ", \"bytes\": " << c.bytes << ", \"bytes_padded\": "
-        << c.bytes_padded << ", \"bytes_per_gpu\": " << c.bytes_per_gpu << ", \"bytes_padded_per_gpu\": "
-        << c.bytes_padded_per_gpu;
+      o << (j ? ", " : "") << "{\"tokens\": " << c.tokens << ", \"bytes\": " << c.bytes
+        << ", \"bytes_padded\": " << c.bytes_padded << ", \"bytes_per_gpu\": " << c.bytes_per_gpu
+        << ", \"bytes_padded_per_gpu\": " << c.bytes_padded_per_gpu;
       if (c.max_concurrent) o << ", \"max_concurrent\": " << *c.max_concurrent;
       if (c.transfer_s)
-        o << ", \"transfer_s\": " << json_number(*c.transfer_s) << ", \"bytes_per_decode_gpu\": " << *c.bytes_per_decode_gpu;
+        o << ", \"transfer_s\": " << json_number(*c.transfer_s)
+          << ", \"bytes_per_decode_gpu\": " << *c.bytes_per_decode_gpu;
       o << "}";
     }
     o << "]}";

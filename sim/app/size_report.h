@@ -32,8 +32,8 @@ struct SizeOptions {
 
 struct ContextRow {
   int64_t tokens = 0;
-  int64_t bytes = 0;          // exact, whole request (all ranks' shards counted once at tp 1)
-  int64_t bytes_padded = 0;   // whole blocks at the engine block size
+  int64_t bytes = 0;         // exact, whole request (all ranks' shards counted once at tp 1)
+  int64_t bytes_padded = 0;  // whole blocks at the engine block size
   int64_t bytes_per_gpu = 0;
   int64_t bytes_padded_per_gpu = 0;
   std::optional<int64_t> max_concurrent;
@@ -54,7 +54,7 @@ struct SizeReport {
   double state_token_equivalent = 0;  // state / kv bytes per token (0 when no growing cache)
   int64_t weight_bytes = 0;
   int block_size = 0;
-  KvCacheLayout layout;               // per GPU, with num_blocks when a GPU is given
+  KvCacheLayout layout;  // per GPU, with num_blocks when a GPU is given
   int64_t kv_bytes_per_token_per_gpu = 0;
   int64_t window_bytes_max_per_gpu = 0;
   int64_t state_bytes_per_gpu = 0;

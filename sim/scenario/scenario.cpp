@@ -155,12 +155,12 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
 EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
   EngineSettings e;
   if (!n) return e;
-  r.only_keys(n, "engine",
-              {"kind", "block_size", "max_num_batched_tokens", "max_num_seqs", "enable_prefix_caching",
-               "enable_chunked_prefill", "gpu_memory_utilization", "num_gpu_blocks", "activation_reserve",
-               "kv_cache_dtype", "mamba_ssm_cache_dtype", "weight_dtype", "max_model_len",
-               "long_prefill_token_threshold", "policy", "watermark", "scheduler_reserve_full_isl",
-               "tensor_parallel_size", "latency_model"});
+  r.only_keys(
+      n, "engine",
+      {"kind", "block_size", "max_num_batched_tokens", "max_num_seqs", "enable_prefix_caching",
+       "enable_chunked_prefill", "gpu_memory_utilization", "num_gpu_blocks", "activation_reserve", "kv_cache_dtype",
+       "mamba_ssm_cache_dtype", "weight_dtype", "max_model_len", "long_prefill_token_threshold", "policy", "watermark",
+       "scheduler_reserve_full_isl", "tensor_parallel_size", "latency_model"});
   auto k = [](const char* key) { return std::string("engine.") + key; };
   if (n["kind"]) e.kind = r.str(n["kind"], k("kind"));
   if (n["block_size"]) {
@@ -170,12 +170,14 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
   if (n["max_num_batched_tokens"])
     e.max_num_batched_tokens = static_cast<int>(r.integer(n["max_num_batched_tokens"], k("max_num_batched_tokens"), 1));
   if (n["max_num_seqs"]) e.max_num_seqs = static_cast<int>(r.integer(n["max_num_seqs"], k("max_num_seqs"), 1));
-  if (n["enable_prefix_caching"]) e.enable_prefix_caching = r.boolean(n["enable_prefix_caching"], k("enable_prefix_caching"));
+  if (n["enable_prefix_caching"])
+    e.enable_prefix_caching = r.boolean(n["enable_prefix_caching"], k("enable_prefix_caching"));
   if (n["enable_chunked_prefill"])
     e.enable_chunked_prefill = r.boolean(n["enable_chunked_prefill"], k("enable_chunked_prefill"));
   if (n["gpu_memory_utilization"]) {
     const double u = r.number(n["gpu_memory_utilization"], k("gpu_memory_utilization"));
-    if (!(u > 0.0 && u <= 1.0)) r.fail(k("gpu_memory_utilization"), "must be in (0, 1] (got " + n["gpu_memory_utilization"].Scalar() + ")");
+    if (!(u > 0.0 && u <= 1.0))
+      r.fail(k("gpu_memory_utilization"), "must be in (0, 1] (got " + n["gpu_memory_utilization"].Scalar() + ")");
     e.gpu_memory_utilization = u;
   }
   if (n["num_gpu_blocks"]) e.num_gpu_blocks = r.integer(n["num_gpu_blocks"], k("num_gpu_blocks"), 2);
@@ -188,7 +190,8 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
     e.long_prefill_token_threshold = r.integer(n["long_prefill_token_threshold"], k("long_prefill_token_threshold"), 0);
   if (n["policy"]) {
     e.policy = r.str(n["policy"], k("policy"));
-    if (e.policy != "fcfs" && e.policy != "priority") r.fail(k("policy"), "must be fcfs or priority (got '" + e.policy + "')");
+    if (e.policy != "fcfs" && e.policy != "priority")
+      r.fail(k("policy"), "must be fcfs or priority (got '" + e.policy + "')");
   }
   if (n["watermark"]) e.watermark = r.number(n["watermark"], k("watermark"));
   if (n["scheduler_reserve_full_isl"])
@@ -201,8 +204,7 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
 
 void apply_override(YAML::Node root, const std::string& source, const std::string& assignment) {
   const auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw InputError("--set: expected key.path=value (got '" + assignment + "')");
+  if (eq == std::string::npos || eq == 0) throw InputError("--set: expected key.path=value (got '" + assignment + "')");
   const std::string path = assignment.substr(0, eq);
   const std::string value = assignment.substr(eq + 1);
   std::vector<std::string> parts;
@@ -257,9 +259,12 @@ Scenario parse_scenario(const std::string& text, const std::string& source, cons
   if (!w) r.fail("workload", "missing (trace or synthetic)");
   r.only_keys(w, "workload", {"trace", "synthetic"});
   if (w["trace"] && w["synthetic"]) r.fail("workload", "give either trace or synthetic, not both");
-  if (w["trace"]) s.workload.trace = read_trace(r, w["trace"], "workload.trace");
-  else if (w["synthetic"]) s.workload.synthetic = read_synthetic(r, w["synthetic"], "workload.synthetic");
-  else r.fail("workload", "needs trace or synthetic");
+  if (w["trace"])
+    s.workload.trace = read_trace(r, w["trace"], "workload.trace");
+  else if (w["synthetic"])
+    s.workload.synthetic = read_synthetic(r, w["synthetic"], "workload.synthetic");
+  else
+    r.fail("workload", "needs trace or synthetic");
   try {
     validate_workload_config(s.workload);
   } catch (const InputError& e) {

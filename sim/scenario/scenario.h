@@ -13,8 +13,8 @@
 namespace kvsim {
 
 struct EngineSettings {
-  std::string kind = "vllm";           // memory rule and defaults: vllm | sglang | trtllm
-  int block_size = 0;                  // 0 = auto (the engine's default, raised for hybrids)
+  std::string kind = "vllm";                  // memory rule and defaults: vllm | sglang | trtllm
+  int block_size = 0;                         // 0 = auto (the engine's default, raised for hybrids)
   std::optional<int> max_num_batched_tokens;  // default as `vllm serve` picks it for the GPU
   std::optional<int> max_num_seqs;
   bool enable_prefix_caching = true;
@@ -23,11 +23,11 @@ struct EngineSettings {
   std::optional<int64_t> num_gpu_blocks;         // overrides the memory rule (vLLM num_gpu_blocks_override)
   std::optional<int64_t> activation_reserve;     // bytes; default: the GPU file's activation_reserve
   std::string kv_cache_dtype = "bf16";
-  std::string state_dtype = "auto";    // mamba_ssm_cache_dtype: auto | bf16 | fp32 | mixed
+  std::string state_dtype = "auto";  // mamba_ssm_cache_dtype: auto | bf16 | fp32 | mixed
   std::string weight_dtype = "bf16";
   std::optional<int64_t> max_model_len;  // default: the config's max_position_embeddings
   int64_t long_prefill_token_threshold = 0;
-  std::string policy = "fcfs";         // fcfs | priority
+  std::string policy = "fcfs";  // fcfs | priority
   double watermark = 0.0;
   bool scheduler_reserve_full_isl = true;
   int tensor_parallel_size = 1;
@@ -40,11 +40,11 @@ struct OutputSettings {
 };
 
 struct Scenario {
-  std::string path;            // the YAML file
-  std::string resolved_yaml;   // the tree after overrides, as stored in /meta
+  std::string path;           // the YAML file
+  std::string resolved_yaml;  // the tree after overrides, as stored in /meta
   std::string name;
-  std::string model;           // config.json path
-  std::string gpu;             // hardware catalog key
+  std::string model;  // config.json path
+  std::string gpu;    // hardware catalog key
   std::string hardware_dir = "models/hardware";
   uint64_t seed = 1;
   EngineSettings engine;

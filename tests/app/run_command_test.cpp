@@ -1,0 +1,139 @@
+// `kvsim run` end to end: determinism, outputs, and bad input (exit code 2, nothing half-written).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/model/json.h"
+#include "tests/app/cli_runner.h"
+
+namespace kvsim {
+namespace {
+
+using testing::run_kvsim;
+namespace fs = std::filesystem;
+
+std::string tmp(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_run_test";
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The summary without its one wall-clock field.
+std::string without_wall_time(std::string json) {
+  const auto p = json.find("\"wall_s\"");
+  if (p == std::string::npos) return json;
+  const auto e = json.find_first_of(",\n}", p);
+  return json.erase(p, e - p);
+}
+
+const char* kSmall = "scenarios/quickstart.yaml --set workload.trace.limit=200 -q";
+
+TEST(RunDeterminism, SameScenarioAndSeedGiveIdenticalSummaries) {
+  const std::string a = tmp("a.json"), b = tmp("b.json");
+  ASSERT_EQ(run_kvsim(std::string("run ") + kSmall + " --summary-json " + a + " --out " + tmp("a.h5")).exit_code, 0);
+  ASSERT_EQ(run_kvsim(std::string("run ") + kSmall + " --summary-json " + b + " --out " + tmp("b.h5")).exit_code, 0);
+  const std::string ja = slurp(a), jb = slurp(b);
+  ASSERT_FALSE(ja.empty());
+  EXPECT_EQ(without_wall_time(ja), without_wall_time(jb));
+  const JsonValue da = parse_json(ja, a), db = parse_json(jb, b);
+  EXPECT_EQ(da.find("sim")->find("fingerprint")->str(), db.find("sim")->find("fingerprint")->str());
+  EXPECT_EQ(da.find("requests")->find("count")->integer(), 200);
+}
+
+TEST(RunDeterminism, AnotherSeedChangesSyntheticRuns) {
+  const std::string s =
+      "run scenarios/shared-prefix.yaml -q --set workload.synthetic.kind=poisson "
+      "--set workload.synthetic.rate=20 --set workload.synthetic.num_requests=50 "
+      "--set workload.synthetic.concurrency=0 --summary-json ";
+  ASSERT_EQ(run_kvsim(s + tmp("s1.json")).exit_code, 0);
+  ASSERT_EQ(run_kvsim(s + tmp("s2.json") + " --set seed=99").exit_code, 0);
+  const JsonValue a = parse_json(slurp(tmp("s1.json")), "a"), b = parse_json(slurp(tmp("s2.json")), "b");
+  EXPECT_NE(a.find("sim")->find("fingerprint")->str(), b.find("sim")->find("fingerprint")->str());
+}
+
+TEST(RunOutputs, SummaryHasEveryRequiredField) {
+  const std::string p = tmp("fields.json");
+  auto r = run_kvsim(std::string("run ") + kSmall + " --summary-json " + p);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const JsonValue d = parse_json(slurp(p), p);
+  for (const char* k : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms"})
+    for (const char* q : {"mean", "p50", "p90", "p99"}) EXPECT_NE(d.find(k)->find(q), nullptr) << k << "." << q;
+  for (const char* k : {"requests_per_s", "output_tokens_per_s"}) EXPECT_NE(d.find("throughput")->find(k), nullptr);
+  for (const char* k : {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits", "hit_requests"})
+    EXPECT_NE(d.find("prefix_cache")->find(k), nullptr) << k;
+  EXPECT_NE(d.find("concurrency")->find("peak"), nullptr);
+  EXPECT_NE(d.find("concurrency")->find("mean"), nullptr);
+  EXPECT_NE(d.find("preemptions"), nullptr);
+  EXPECT_NE(d.find("kv_blocks")->find("total"), nullptr);
+  EXPECT_NE(d.find("kv_blocks")->find("peak_used"), nullptr);
+  EXPECT_NE(d.find("sim")->find("events"), nullptr);
+  EXPECT_NE(d.find("sim")->find("wall_s"), nullptr);
+}
+
+TEST(RunBadInput, UnknownScenarioKey) {
+  auto r = run_kvsim("run scenarios/quickstart.yaml -q --set engine.block_szie=16");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("scenarios/quickstart.yaml: engine.block_szie: unknown key"), std::string::npos) << r.out;
+}
+
+TEST(RunBadInput, WrongUnit) {
+  auto r = run_kvsim("run scenarios/quickstart.yaml -q --set engine.activation_reserve=4GB/s");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("engine.activation_reserve"), std::string::npos) << r.out;
+}
+
+TEST(RunBadInput, ModelThatDoesNotFitLeavesNoFile) {
+  // DeepSeek-V3 weighs 1.22 TiB in BF16: nothing is left for the cache on one 80 GB H100.
+  const std::string h5 = tmp("nofit.h5");
+  fs::remove(h5);
+  auto r = run_kvsim("run scenarios/quickstart.yaml -q --set model=models/deepseek-v3.json --out " + h5);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("does not fit"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(h5));
+  EXPECT_FALSE(fs::exists(h5 + ".tmp"));
+}
+
+TEST(RunBadInput, MalformedTraceLineNamesTheLine) {
+  const std::string trace = tmp("bad.jsonl");
+  std::ofstream(trace) << R"({"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]})"
+                          "\n"
+                       << R"({"timestamp": 10, "input_length": oops})"
+                          "\n"
+                       << R"({"timestamp": 20, "input_length": 100, "output_length": 5, "hash_ids": [3]})"
+                          "\n";
+  const std::string h5 = tmp("badtrace.h5");
+  fs::remove(h5);
+  auto r = run_kvsim("run scenarios/quickstart.yaml -q --out " + h5 + " --set workload.trace.path=" + trace);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(trace + ":2"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(h5));
+  // --skip-bad-lines counts and skips it; the two good requests run.
+  const std::string js = tmp("skip.json");
+  auto ok = run_kvsim("run scenarios/quickstart.yaml --skip-bad-lines --summary-json " + js +
+                      " --set workload.trace.path=" + trace);
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("skipped 1 malformed trace lines"), std::string::npos) << ok.out;
+  EXPECT_EQ(parse_json(slurp(js), js).find("requests")->find("count")->integer(), 2);
+}
+
+TEST(RunHelp, DocumentsOptions) {
+  auto r = run_kvsim("run --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* o : {"--set", "--out", "--summary-json", "--skip-bad-lines"})
+    EXPECT_NE(r.out.find(o), std::string::npos);
+  auto top = run_kvsim("--help");
+  EXPECT_EQ(top.exit_code, 0);
+  for (const char* c : {"size", "run", "bench"}) EXPECT_NE(top.out.find(c), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvsim
