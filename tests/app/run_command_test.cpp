@@ -62,7 +62,7 @@ TEST(RunDeterminism, AnotherSeedChangesSyntheticRuns) {
 
 TEST(RunOutputs, SummaryHasEveryRequiredField) {
   const std::string p = tmp("fields.json");
-  auto r = run_kvsim(std::string("run ") + kSmall + " --summary-json " + p);
+  auto r = run_kvsim(std::string("run ") + kSmall + " --summary-json " + p + " --out " + tmp("fields.h5"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const JsonValue d = parse_json(slurp(p), p);
   for (const char* k : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms"})
@@ -118,7 +118,7 @@ TEST(RunBadInput, MalformedTraceLineNamesTheLine) {
   EXPECT_FALSE(fs::exists(h5));
   // --skip-bad-lines counts and skips it; the two good requests run.
   const std::string js = tmp("skip.json");
-  auto ok = run_kvsim("run scenarios/quickstart.yaml --skip-bad-lines --summary-json " + js +
+  auto ok = run_kvsim("run scenarios/quickstart.yaml --skip-bad-lines --out " + tmp("skip.h5") + " --summary-json " + js +
                       " --set workload.trace.path=" + trace);
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
   EXPECT_NE(ok.out.find("skipped 1 malformed trace lines"), std::string::npos) << ok.out;
