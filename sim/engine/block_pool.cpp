@@ -9,7 +9,55 @@ uint64_t cache_key(uint64_t block_hash, int group) {
   return group == 0 ? block_hash : avalanche64(block_hash ^ (static_cast<uint64_t>(group) * kMixP1));
 }
 
-BlockPool::BlockPool(int64_t num_blocks, bool enable_caching) : enable_caching_(enable_caching) {
+BlockHashIndex::BlockHashIndex(int64_t max_entries) {
+  int bits = 4;
+  while ((int64_t{1} << bits) < 2 * max_entries) ++bits;
+  slots_.assign(size_t{1} << bits, Entry{});
+  mask_ = slots_.size() - 1;
+  shift_ = 64 - bits;
+}
+
+BlockHashIndex::Entry* BlockHashIndex::find(uint64_t key) {
+  for (size_t i = home(key);; i = (i + 1) & mask_) {
+    Entry& e = slots_[i];
+    if (e.head == kNoBlock) return nullptr;
+    if (e.key == key) return &e;
+  }
+}
+
+const BlockHashIndex::Entry* BlockHashIndex::find(uint64_t key) const {
+  return const_cast<BlockHashIndex*>(this)->find(key);
+}
+
+BlockHashIndex::Entry& BlockHashIndex::find_or_insert(uint64_t key) {
+  for (size_t i = home(key);; i = (i + 1) & mask_) {
+    Entry& e = slots_[i];
+    if (e.head == kNoBlock) {
+      e.key = key;
+      return e;
+    }
+    if (e.key == key) return e;
+  }
+}
+
+void BlockHashIndex::erase(Entry* e) {
+  size_t i = static_cast<size_t>(e - slots_.data());
+  size_t j = i;
+  while (true) {
+    j = (j + 1) & mask_;
+    if (slots_[j].head == kNoBlock) break;
+    const size_t k = home(slots_[j].key);
+    // Slot j may move back to i unless its home lies cyclically in (i, j].
+    const bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+    if (stays) continue;
+    slots_[i] = slots_[j];
+    i = j;
+  }
+  slots_[i] = Entry{};
+}
+
+BlockPool::BlockPool(int64_t num_blocks, bool enable_caching)
+    : enable_caching_(enable_caching), cached_(enable_caching ? num_blocks : 1) {
   KVSIM_CHECK(num_blocks >= 2 && num_blocks < (int64_t{1} << 31), "pool needs 2..2^31 blocks, got " << num_blocks);
   const auto n = static_cast<size_t>(num_blocks);
   sentinel_ = static_cast<BlockId>(num_blocks);
@@ -19,12 +67,12 @@ BlockPool::BlockPool(int64_t num_blocks, bool enable_caching) : enable_caching_(
   key_.assign(n, 0);
   has_key_.assign(n, 0);
   dup_next_.assign(n, kNoBlock);
+  dup_prev_.assign(n, kNoBlock);
   prev_[n] = next_[n] = sentinel_;
   // Block 0 is the null block: never in the queue.
   for (BlockId b = 1; b < sentinel_; ++b) link_before(b, sentinel_);
   num_free_ = num_blocks - 1;
   ref_cnt_[0] = 1;
-  if (enable_caching_) cached_.reserve(n);
 }
 
 double BlockPool::usage() const {
@@ -49,23 +97,25 @@ void BlockPool::link_before(BlockId b, BlockId at) {
 
 void BlockPool::evict(BlockId b) {
   const auto i = static_cast<size_t>(b);
-  auto it = cached_.find(key_[i]);
-  KVSIM_CHECK(it != cached_.end(), "hashed block " << b << " missing from the cached map");
-  if (it->second == b) {
-    if (dup_next_[i] == kNoBlock) {
-      cached_.erase(it);
-    } else {
-      it->second = dup_next_[i];
-    }
+  BlockHashIndex::Entry* it = cached_.find(key_[i]);
+  KVSIM_CHECK(it != nullptr, "hashed block " << b << " missing from the cached map");
+  const BlockId p = dup_prev_[i], n = dup_next_[i];
+  if (p == kNoBlock && n == kNoBlock) {
+    KVSIM_CHECK(it->head == b, "hashed block " << b << " not in its key's chain");
+    cached_.erase(it);
   } else {
-    BlockId p = it->second;
-    while (dup_next_[static_cast<size_t>(p)] != b) {
-      p = dup_next_[static_cast<size_t>(p)];
-      KVSIM_CHECK(p != kNoBlock, "hashed block " << b << " not in its key's chain");
+    if (p == kNoBlock) {
+      it->head = n;
+    } else {
+      dup_next_[static_cast<size_t>(p)] = n;
     }
-    dup_next_[static_cast<size_t>(p)] = dup_next_[i];
+    if (n == kNoBlock) {
+      it->tail = p;
+    } else {
+      dup_prev_[static_cast<size_t>(n)] = p;
+    }
   }
-  dup_next_[i] = kNoBlock;
+  dup_next_[i] = dup_prev_[i] = kNoBlock;
   has_key_[i] = 0;
   ++evictions_;
 }
@@ -89,7 +139,7 @@ void BlockPool::get_new_blocks(int64_t n, std::vector<BlockId>& out) {
 
 BlockId BlockPool::get_cached_block(uint64_t key) const {
   auto it = cached_.find(key);
-  return it == cached_.end() ? kNoBlock : it->second;
+  return it == nullptr ? kNoBlock : it->head;
 }
 
 void BlockPool::touch(std::span<const BlockId> blocks) {
@@ -132,11 +182,13 @@ void BlockPool::cache_block(BlockId b, uint64_t key) {
   KVSIM_CHECK(!has_key_[i], "block " << b << " cached twice");
   key_[i] = key;
   has_key_[i] = 1;
-  auto [it, inserted] = cached_.try_emplace(key, b);
-  if (!inserted) {
-    BlockId p = it->second;
-    while (dup_next_[static_cast<size_t>(p)] != kNoBlock) p = dup_next_[static_cast<size_t>(p)];
-    dup_next_[static_cast<size_t>(p)] = b;
+  BlockHashIndex::Entry& e = cached_.find_or_insert(key);
+  if (e.head == kNoBlock) {
+    e.head = e.tail = b;
+  } else {
+    dup_next_[static_cast<size_t>(e.tail)] = b;
+    dup_prev_[i] = e.tail;
+    e.tail = b;
   }
 }
 

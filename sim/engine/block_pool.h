@@ -12,7 +12,6 @@
 // the earliest registered.
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 namespace kvsim {
@@ -23,6 +22,30 @@ inline constexpr BlockId kNoBlock = -1;
 
 // The prefix-cache key of a block hash in one KV cache group (vLLM: hash + 4-byte group id).
 uint64_t cache_key(uint64_t block_hash, int group);
+
+// Open-addressing (linear probing, backward-shift deletion) map from cache key to the chain of blocks
+// holding it. Capacity is fixed at construction (at least twice the number of blocks), so it never
+// rehashes; lookup only, never iterated.
+class BlockHashIndex {
+ public:
+  struct Entry {
+    uint64_t key = 0;
+    BlockId head = kNoBlock;  // kNoBlock: empty slot
+    BlockId tail = kNoBlock;
+  };
+  explicit BlockHashIndex(int64_t max_entries);
+  Entry* find(uint64_t key);
+  const Entry* find(uint64_t key) const;
+  // The entry for `key`, created empty (head == kNoBlock) if absent.
+  Entry& find_or_insert(uint64_t key);
+  void erase(Entry* e);
+
+ private:
+  size_t home(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> shift_); }
+  std::vector<Entry> slots_;
+  size_t mask_;
+  int shift_;
+};
 
 class BlockPool {
  public:
@@ -66,8 +89,9 @@ class BlockPool {
   std::vector<BlockId> prev_, next_;  // size N+1; prev_ == kNoBlock means "not in the queue"
   std::vector<uint64_t> key_;
   std::vector<uint8_t> has_key_;
-  std::vector<BlockId> dup_next_;  // blocks sharing a key, in registration order
-  std::unordered_map<uint64_t, BlockId> cached_;
+  // Blocks sharing a key form a doubly linked list in registration order; the map holds its ends.
+  std::vector<BlockId> dup_next_, dup_prev_;
+  BlockHashIndex cached_;
   std::vector<BlockId> scratch_;
   int64_t num_free_ = 0;
   int64_t num_cached_free_ = 0;
