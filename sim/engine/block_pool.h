@@ -51,7 +51,7 @@ class BlockPool {
  public:
   BlockPool(int64_t num_blocks, bool enable_caching);
 
-  int64_t num_blocks() const { return static_cast<int64_t>(ref_cnt_.size()); }
+  int64_t num_blocks() const { return num_blocks_; }
   int64_t num_usable_blocks() const { return num_blocks() - 1; }
   // Blocks in the free queue (free or evictable cached).
   int64_t num_free_blocks() const { return num_free_; }
@@ -72,9 +72,9 @@ class BlockPool {
   // Registers a full block under `key` (vLLM cache_full_blocks). The block must hold no hash yet.
   void cache_block(BlockId b, uint64_t key);
 
-  int32_t ref_cnt(BlockId b) const { return ref_cnt_[static_cast<size_t>(b)]; }
-  bool has_hash(BlockId b) const { return has_key_[static_cast<size_t>(b)] != 0; }
-  bool in_free_queue(BlockId b) const { return prev_[static_cast<size_t>(b)] != kNoBlock; }
+  int32_t ref_cnt(BlockId b) const { return meta_[static_cast<size_t>(b)].ref_cnt; }
+  bool has_hash(BlockId b) const { return meta_[static_cast<size_t>(b)].has_key != 0; }
+  bool in_free_queue(BlockId b) const { return meta_[static_cast<size_t>(b)].prev != kNoBlock; }
   // Free queue from front to back (tests and invariant checks; O(N)).
   std::vector<BlockId> free_queue() const;
 
@@ -85,12 +85,18 @@ class BlockPool {
 
   bool enable_caching_;
   BlockId sentinel_;  // index N: the list head/tail sentinel
-  std::vector<int32_t> ref_cnt_;
-  std::vector<BlockId> prev_, next_;  // size N+1; prev_ == kNoBlock means "not in the queue"
-  std::vector<uint64_t> key_;
-  std::vector<uint8_t> has_key_;
-  // Blocks sharing a key form a doubly linked list in registration order; the map holds its ends.
-  std::vector<BlockId> dup_next_, dup_prev_;
+  // Per-block state in one record (one cache line holds two): the pool is memory-bound.
+  struct Meta {
+    uint64_t key = 0;  // cache key, valid when has_key
+    int32_t ref_cnt = 0;
+    BlockId prev = kNoBlock;  // free queue links; prev == kNoBlock means "not in the queue"
+    BlockId next = kNoBlock;
+    BlockId dup_prev = kNoBlock;  // blocks sharing a key, in registration order
+    BlockId dup_next = kNoBlock;
+    uint8_t has_key = 0;
+  };
+  int64_t num_blocks_;
+  std::vector<Meta> meta_;  // N + 1 entries; the last is the sentinel
   BlockHashIndex cached_;
   std::vector<BlockId> scratch_;
   int64_t num_free_ = 0;
