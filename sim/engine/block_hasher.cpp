@@ -76,6 +76,13 @@ BlockHasher::Digest BlockHasher::hash_block(const TokenSequence& seq, int64_t k,
   const auto& runs = seq.runs();
   Mixer tok(kBlockSeed);
   tok.add(parent(k));
+  // The text-only chain (image keys dropped) runs on its own parents.
+  Mixer tok_text(kBlockSeed);
+  if (has_images_) tok_text.add(k == 0 ? kNoneHash : text_hashes_[static_cast<size_t>(k - 1)]);
+  auto add_tok = [&](uint64_t v) {
+    tok.add(v);
+    if (has_images_) tok_text.add(v);
+  };
   Mixer mm(kMmKeyTag);
   bool any_image = false;
   // The key of a prefix [begin, pos): tokens so far, image keys so far, LoRA, salt.
@@ -99,18 +106,18 @@ BlockHasher::Digest BlockHasher::hash_block(const TokenSequence& seq, int64_t k,
     const int64_t piece_end = std::min(end, r.start + r.length);
     const int64_t len = piece_end - pos;
     if (r.image) {
-      tok.add(kImageTag);
-      tok.add(static_cast<uint64_t>(len));
+      add_tok(kImageTag);
+      add_tok(static_cast<uint64_t>(len));
       // vLLM: (mm identifier, offset of the item's start - block start) for each item overlapping.
       const int64_t image_start = r.start - r.offset;
       mm.add(r.content_id);
       mm.add(static_cast<uint64_t>(image_start - begin));
       any_image = true;
     } else {
-      tok.add(kTextTag);
-      tok.add(r.content_id);
-      tok.add(static_cast<uint64_t>(r.offset + (pos - r.start)));
-      tok.add(static_cast<uint64_t>(len));
+      add_tok(kTextTag);
+      add_tok(r.content_id);
+      add_tok(static_cast<uint64_t>(r.offset + (pos - r.start)));
+      add_tok(static_cast<uint64_t>(len));
     }
     pos = piece_end;
     if (boundaries != nullptr && pos > begin && pos < begin + block_size_ &&
@@ -121,7 +128,7 @@ BlockHasher::Digest BlockHasher::hash_block(const TokenSequence& seq, int64_t k,
   }
   Digest d;
   d.main = finish(tok, true, 0);
-  d.text = any_image ? finish(tok, false, 0) : d.main;
+  d.text = has_images_ ? finish(tok_text, false, 0) : d.main;
   return d;
 }
 

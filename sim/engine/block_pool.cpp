@@ -9,22 +9,65 @@ uint64_t cache_key(uint64_t block_hash, int group) {
   return group == 0 ? block_hash : avalanche64(block_hash ^ (static_cast<uint64_t>(group) * kMixP1));
 }
 
-BlockPool::BlockPool(int64_t num_blocks, bool enable_caching) : enable_caching_(enable_caching) {
+BlockHashIndex::BlockHashIndex(int64_t max_entries) {
+  int bits = 4;
+  while ((int64_t{1} << bits) < 2 * max_entries) ++bits;
+  slots_.assign(size_t{1} << bits, Entry{});
+  mask_ = slots_.size() - 1;
+  shift_ = 64 - bits;
+}
+
+BlockHashIndex::Entry* BlockHashIndex::find(uint64_t key) {
+  for (size_t i = home(key);; i = (i + 1) & mask_) {
+    Entry& e = slots_[i];
+    if (e.head == kNoBlock) return nullptr;
+    if (e.key == key) return &e;
+  }
+}
+
+const BlockHashIndex::Entry* BlockHashIndex::find(uint64_t key) const {
+  return const_cast<BlockHashIndex*>(this)->find(key);
+}
+
+BlockHashIndex::Entry& BlockHashIndex::find_or_insert(uint64_t key) {
+  for (size_t i = home(key);; i = (i + 1) & mask_) {
+    Entry& e = slots_[i];
+    if (e.head == kNoBlock) {
+      e.key = key;
+      return e;
+    }
+    if (e.key == key) return e;
+  }
+}
+
+void BlockHashIndex::erase(Entry* e) {
+  size_t i = static_cast<size_t>(e - slots_.data());
+  size_t j = i;
+  while (true) {
+    j = (j + 1) & mask_;
+    if (slots_[j].head == kNoBlock) break;
+    const size_t k = home(slots_[j].key);
+    // Slot j may move back to i unless its home lies cyclically in (i, j].
+    const bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+    if (stays) continue;
+    slots_[i] = slots_[j];
+    i = j;
+  }
+  slots_[i] = Entry{};
+}
+
+BlockPool::BlockPool(int64_t num_blocks, bool enable_caching)
+    : enable_caching_(enable_caching), cached_(enable_caching ? num_blocks : 1) {
   KVSIM_CHECK(num_blocks >= 2 && num_blocks < (int64_t{1} << 31), "pool needs 2..2^31 blocks, got " << num_blocks);
   const auto n = static_cast<size_t>(num_blocks);
   sentinel_ = static_cast<BlockId>(num_blocks);
-  ref_cnt_.assign(n, 0);
-  prev_.assign(n + 1, kNoBlock);
-  next_.assign(n + 1, kNoBlock);
-  key_.assign(n, 0);
-  has_key_.assign(n, 0);
-  dup_next_.assign(n, kNoBlock);
-  prev_[n] = next_[n] = sentinel_;
+  num_blocks_ = num_blocks;
+  meta_.assign(n + 1, Meta{});
+  meta_[n].prev = meta_[n].next = sentinel_;
   // Block 0 is the null block: never in the queue.
   for (BlockId b = 1; b < sentinel_; ++b) link_before(b, sentinel_);
   num_free_ = num_blocks - 1;
-  ref_cnt_[0] = 1;
-  if (enable_caching_) cached_.reserve(n);
+  meta_[0].ref_cnt = 1;
 }
 
 double BlockPool::usage() const {
@@ -33,55 +76,57 @@ double BlockPool::usage() const {
 
 void BlockPool::unlink(BlockId b) {
   const auto i = static_cast<size_t>(b);
-  next_[static_cast<size_t>(prev_[i])] = next_[i];
-  prev_[static_cast<size_t>(next_[i])] = prev_[i];
-  prev_[i] = next_[i] = kNoBlock;
+  meta_[static_cast<size_t>(meta_[i].prev)].next = meta_[i].next;
+  meta_[static_cast<size_t>(meta_[i].next)].prev = meta_[i].prev;
+  meta_[i].prev = meta_[i].next = kNoBlock;
 }
 
 void BlockPool::link_before(BlockId b, BlockId at) {
   const auto i = static_cast<size_t>(b);
-  const BlockId p = prev_[static_cast<size_t>(at)];
-  prev_[i] = p;
-  next_[i] = at;
-  next_[static_cast<size_t>(p)] = b;
-  prev_[static_cast<size_t>(at)] = b;
+  const BlockId p = meta_[static_cast<size_t>(at)].prev;
+  meta_[i].prev = p;
+  meta_[i].next = at;
+  meta_[static_cast<size_t>(p)].next = b;
+  meta_[static_cast<size_t>(at)].prev = b;
 }
 
 void BlockPool::evict(BlockId b) {
   const auto i = static_cast<size_t>(b);
-  auto it = cached_.find(key_[i]);
-  KVSIM_CHECK(it != cached_.end(), "hashed block " << b << " missing from the cached map");
-  if (it->second == b) {
-    if (dup_next_[i] == kNoBlock) {
-      cached_.erase(it);
-    } else {
-      it->second = dup_next_[i];
-    }
+  BlockHashIndex::Entry* it = cached_.find(meta_[i].key);
+  KVSIM_CHECK(it != nullptr, "hashed block " << b << " missing from the cached map");
+  const BlockId p = meta_[i].dup_prev, n = meta_[i].dup_next;
+  if (p == kNoBlock && n == kNoBlock) {
+    KVSIM_CHECK(it->head == b, "hashed block " << b << " not in its key's chain");
+    cached_.erase(it);
   } else {
-    BlockId p = it->second;
-    while (dup_next_[static_cast<size_t>(p)] != b) {
-      p = dup_next_[static_cast<size_t>(p)];
-      KVSIM_CHECK(p != kNoBlock, "hashed block " << b << " not in its key's chain");
+    if (p == kNoBlock) {
+      it->head = n;
+    } else {
+      meta_[static_cast<size_t>(p)].dup_next = n;
     }
-    dup_next_[static_cast<size_t>(p)] = dup_next_[i];
+    if (n == kNoBlock) {
+      it->tail = p;
+    } else {
+      meta_[static_cast<size_t>(n)].dup_prev = p;
+    }
   }
-  dup_next_[i] = kNoBlock;
-  has_key_[i] = 0;
+  meta_[i].dup_next = meta_[i].dup_prev = kNoBlock;
+  meta_[i].has_key = 0;
   ++evictions_;
 }
 
 void BlockPool::get_new_blocks(int64_t n, std::vector<BlockId>& out) {
   KVSIM_CHECK(n <= num_free_, "asked for " << n << " blocks with " << num_free_ << " free");
   for (int64_t j = 0; j < n; ++j) {
-    const BlockId b = next_[static_cast<size_t>(sentinel_)];
+    const BlockId b = meta_[static_cast<size_t>(sentinel_)].next;
     unlink(b);
     const auto i = static_cast<size_t>(b);
-    if (has_key_[i]) {
+    if (meta_[i].has_key) {
       evict(b);
       --num_cached_free_;
     }
-    KVSIM_CHECK(ref_cnt_[i] == 0, "free block " << b << " has ref_cnt " << ref_cnt_[i]);
-    ref_cnt_[i] = 1;
+    KVSIM_CHECK(meta_[i].ref_cnt == 0, "free block " << b << " has ref_cnt " << meta_[i].ref_cnt);
+    meta_[i].ref_cnt = 1;
     out.push_back(b);
   }
   num_free_ -= n;
@@ -89,19 +134,19 @@ void BlockPool::get_new_blocks(int64_t n, std::vector<BlockId>& out) {
 
 BlockId BlockPool::get_cached_block(uint64_t key) const {
   auto it = cached_.find(key);
-  return it == cached_.end() ? kNoBlock : it->second;
+  return it == nullptr ? kNoBlock : it->head;
 }
 
 void BlockPool::touch(std::span<const BlockId> blocks) {
   for (BlockId b : blocks) {
     if (b == kNullBlock) continue;
     const auto i = static_cast<size_t>(b);
-    if (ref_cnt_[i] == 0) {
+    if (meta_[i].ref_cnt == 0) {
       unlink(b);
       --num_free_;
-      if (has_key_[i]) --num_cached_free_;
+      if (meta_[i].has_key) --num_cached_free_;
     }
-    ++ref_cnt_[i];
+    ++meta_[i].ref_cnt;
   }
 }
 
@@ -112,37 +157,39 @@ void BlockPool::free_blocks(std::span<const BlockId> ordered) {
   for (BlockId b : ordered) {
     if (b == kNullBlock) continue;
     const auto i = static_cast<size_t>(b);
-    KVSIM_CHECK(ref_cnt_[i] > 0, "double free of block " << b);
-    if (--ref_cnt_[i] != 0) continue;
+    KVSIM_CHECK(meta_[i].ref_cnt > 0, "double free of block " << b);
+    if (--meta_[i].ref_cnt != 0) continue;
     ++num_free_;
-    if (has_key_[i]) {
+    if (meta_[i].has_key) {
       link_before(b, sentinel_);
       ++num_cached_free_;
     } else {
       scratch_.push_back(b);
     }
   }
-  const BlockId front = next_[static_cast<size_t>(sentinel_)];
+  const BlockId front = meta_[static_cast<size_t>(sentinel_)].next;
   for (BlockId b : scratch_) link_before(b, front);
 }
 
 void BlockPool::cache_block(BlockId b, uint64_t key) {
   if (!enable_caching_ || b == kNullBlock) return;
   const auto i = static_cast<size_t>(b);
-  KVSIM_CHECK(!has_key_[i], "block " << b << " cached twice");
-  key_[i] = key;
-  has_key_[i] = 1;
-  auto [it, inserted] = cached_.try_emplace(key, b);
-  if (!inserted) {
-    BlockId p = it->second;
-    while (dup_next_[static_cast<size_t>(p)] != kNoBlock) p = dup_next_[static_cast<size_t>(p)];
-    dup_next_[static_cast<size_t>(p)] = b;
+  KVSIM_CHECK(!meta_[i].has_key, "block " << b << " cached twice");
+  meta_[i].key = key;
+  meta_[i].has_key = 1;
+  BlockHashIndex::Entry& e = cached_.find_or_insert(key);
+  if (e.head == kNoBlock) {
+    e.head = e.tail = b;
+  } else {
+    meta_[static_cast<size_t>(e.tail)].dup_next = b;
+    meta_[i].dup_prev = e.tail;
+    e.tail = b;
   }
 }
 
 std::vector<BlockId> BlockPool::free_queue() const {
   std::vector<BlockId> out;
-  for (BlockId b = next_[static_cast<size_t>(sentinel_)]; b != sentinel_; b = next_[static_cast<size_t>(b)]) {
+  for (BlockId b = meta_[static_cast<size_t>(sentinel_)].next; b != sentinel_; b = meta_[static_cast<size_t>(b)].next) {
     out.push_back(b);
   }
   return out;

@@ -12,7 +12,6 @@
 // the earliest registered.
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 namespace kvsim {
@@ -24,11 +23,35 @@ inline constexpr BlockId kNoBlock = -1;
 // The prefix-cache key of a block hash in one KV cache group (vLLM: hash + 4-byte group id).
 uint64_t cache_key(uint64_t block_hash, int group);
 
+// Open-addressing (linear probing, backward-shift deletion) map from cache key to the chain of blocks
+// holding it. Capacity is fixed at construction (at least twice the number of blocks), so it never
+// rehashes; lookup only, never iterated.
+class BlockHashIndex {
+ public:
+  struct Entry {
+    uint64_t key = 0;
+    BlockId head = kNoBlock;  // kNoBlock: empty slot
+    BlockId tail = kNoBlock;
+  };
+  explicit BlockHashIndex(int64_t max_entries);
+  Entry* find(uint64_t key);
+  const Entry* find(uint64_t key) const;
+  // The entry for `key`, created empty (head == kNoBlock) if absent.
+  Entry& find_or_insert(uint64_t key);
+  void erase(Entry* e);
+
+ private:
+  size_t home(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> shift_); }
+  std::vector<Entry> slots_;
+  size_t mask_;
+  int shift_;
+};
+
 class BlockPool {
  public:
   BlockPool(int64_t num_blocks, bool enable_caching);
 
-  int64_t num_blocks() const { return static_cast<int64_t>(ref_cnt_.size()); }
+  int64_t num_blocks() const { return num_blocks_; }
   int64_t num_usable_blocks() const { return num_blocks() - 1; }
   // Blocks in the free queue (free or evictable cached).
   int64_t num_free_blocks() const { return num_free_; }
@@ -49,9 +72,9 @@ class BlockPool {
   // Registers a full block under `key` (vLLM cache_full_blocks). The block must hold no hash yet.
   void cache_block(BlockId b, uint64_t key);
 
-  int32_t ref_cnt(BlockId b) const { return ref_cnt_[static_cast<size_t>(b)]; }
-  bool has_hash(BlockId b) const { return has_key_[static_cast<size_t>(b)] != 0; }
-  bool in_free_queue(BlockId b) const { return prev_[static_cast<size_t>(b)] != kNoBlock; }
+  int32_t ref_cnt(BlockId b) const { return meta_[static_cast<size_t>(b)].ref_cnt; }
+  bool has_hash(BlockId b) const { return meta_[static_cast<size_t>(b)].has_key != 0; }
+  bool in_free_queue(BlockId b) const { return meta_[static_cast<size_t>(b)].prev != kNoBlock; }
   // Free queue from front to back (tests and invariant checks; O(N)).
   std::vector<BlockId> free_queue() const;
 
@@ -62,12 +85,19 @@ class BlockPool {
 
   bool enable_caching_;
   BlockId sentinel_;  // index N: the list head/tail sentinel
-  std::vector<int32_t> ref_cnt_;
-  std::vector<BlockId> prev_, next_;  // size N+1; prev_ == kNoBlock means "not in the queue"
-  std::vector<uint64_t> key_;
-  std::vector<uint8_t> has_key_;
-  std::vector<BlockId> dup_next_;  // blocks sharing a key, in registration order
-  std::unordered_map<uint64_t, BlockId> cached_;
+  // Per-block state in one record (one cache line holds two): the pool is memory-bound.
+  struct Meta {
+    uint64_t key = 0;  // cache key, valid when has_key
+    int32_t ref_cnt = 0;
+    BlockId prev = kNoBlock;  // free queue links; prev == kNoBlock means "not in the queue"
+    BlockId next = kNoBlock;
+    BlockId dup_prev = kNoBlock;  // blocks sharing a key, in registration order
+    BlockId dup_next = kNoBlock;
+    uint8_t has_key = 0;
+  };
+  int64_t num_blocks_;
+  std::vector<Meta> meta_;  // N + 1 entries; the last is the sentinel
+  BlockHashIndex cached_;
   std::vector<BlockId> scratch_;
   int64_t num_free_ = 0;
   int64_t num_cached_free_ = 0;
