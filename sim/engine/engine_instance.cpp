@@ -113,6 +113,9 @@ BatchShape EngineInstance::batch_shape() const {
       const double pairs = static_cast<double>(n) * (static_cast<double>(c) + static_cast<double>(n + 1) / 2.0);
       b.prefill_attn_pairs += pairs;
       b.prefill_attn_pairs_windowed += window_ > 0 ? windowed_pairs(c, n, window_) : pairs;
+      // Keys the chunk reads: everything computed before it plus itself (capped by the window).
+      b.prefill_context_tokens += c + n;
+      b.prefill_context_tokens_windowed += window_ > 0 ? std::min<int64_t>(c + n, window_) : c + n;
     }
   }
   return b;
