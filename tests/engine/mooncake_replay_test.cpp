@@ -15,7 +15,9 @@ class CountingSink : public IRecordSink {
   void on_request_done(const RequestRecord& r) override {
     ++done;
     cached += r.cached_tokens;
-    if (r.finished) EXPECT_EQ(r.output_tokens, r.requested_output_tokens);
+    if (r.finished) {
+      EXPECT_EQ(r.output_tokens, r.requested_output_tokens);
+    }
   }
   void on_step(const StepRecord&) override {}
   void on_tokens(RequestId, SimTime, int64_t n) override { tokens += n; }
