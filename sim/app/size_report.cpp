@@ -85,10 +85,13 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
 
 namespace {
 
+constexpr LayerKind kAllLayerKinds[] = {LayerKind::kFullAttention, LayerKind::kSlidingWindow, LayerKind::kMla,
+                                        LayerKind::kSparseMla,     LayerKind::kMamba2,        LayerKind::kGatedDeltaNet,
+                                        LayerKind::kRwkv6,         LayerKind::kNone};
+
 std::string layers_text(const ModelSpec& s) {
   std::string out;
-  for (LayerKind k : {LayerKind::kFullAttention, LayerKind::kSlidingWindow, LayerKind::kMla, LayerKind::kSparseMla,
-                      LayerKind::kMamba2, LayerKind::kGatedDeltaNet, LayerKind::kRwkv6, LayerKind::kNone}) {
+  for (LayerKind k : kAllLayerKinds) {
     const int n = s.count(k);
     if (n == 0) continue;
     if (!out.empty()) out += " + ";
@@ -198,8 +201,7 @@ void print_size_json(const std::vector<SizeReport>& reports, const SizeOptions& 
     o << (i ? ",\n" : "\n") << "  {\"name\": " << json_quote(r.spec.name) << ", \"path\": " << json_quote(r.spec.path)
       << ", \"model_type\": " << json_quote(r.spec.model_type) << ", \"layers\": {";
     bool first = true;
-    for (LayerKind k : {LayerKind::kFullAttention, LayerKind::kSlidingWindow, LayerKind::kMla, LayerKind::kSparseMla,
-                        LayerKind::kMamba2, LayerKind::kGatedDeltaNet, LayerKind::kRwkv6, LayerKind::kNone}) {
+    for (LayerKind k : kAllLayerKinds) {
       if (!r.spec.count(k)) continue;
       o << (first ? "" : ", ") << json_quote(layer_kind_name(k)) << ": " << r.spec.count(k);
       first = false;

@@ -266,43 +266,33 @@ KvCacheLayout build_kv_layout(const ModelSpec& spec, int block_size, DType kv, c
   return layout;
 }
 
-int64_t blocks_per_request(const KvCacheLayout& layout, int64_t context, int dcp) {
-  const int64_t B = layout.block_size;
-  int64_t n = 0;
-  for (const auto& g : layout.groups) {
-    switch (g.kind) {
-      case KvGroupKind::kFullAttention:
-        n += cdiv(cdiv(context, dcp), B);
-        break;
-      case KvGroupKind::kSlidingWindow:
-        n += std::min(cdiv(context, B), cdiv(g.window - 1, B) + 1);
-        break;
-      case KvGroupKind::kState:
-        n += 1;
-        break;
-    }
+namespace {
+
+// Blocks one request holds in group `g` at `context` tokens.
+int64_t group_blocks(const KvCacheGroup& g, int64_t block_size, int64_t context, int dcp) {
+  switch (g.kind) {
+    case KvGroupKind::kFullAttention:
+      return cdiv(cdiv(context, dcp), block_size);
+    case KvGroupKind::kSlidingWindow:
+      return std::min(cdiv(context, block_size), cdiv(g.window - 1, block_size) + 1);
+    case KvGroupKind::kState:
+      return 1;
   }
+  return 0;
+}
+
+}  // namespace
+
+int64_t blocks_per_request(const KvCacheLayout& layout, int64_t context, int dcp) {
+  int64_t n = 0;
+  for (const auto& g : layout.groups) n += group_blocks(g, layout.block_size, context, dcp);
   return n;
 }
 
 int64_t request_bytes_padded(const KvCacheLayout& layout, int64_t context, int dcp) {
-  const int64_t B = layout.block_size;
   int64_t bytes = 0;
-  for (const auto& g : layout.groups) {
-    int64_t blocks = 0;
-    switch (g.kind) {
-      case KvGroupKind::kFullAttention:
-        blocks = cdiv(cdiv(context, dcp), B);
-        break;
-      case KvGroupKind::kSlidingWindow:
-        blocks = std::min(cdiv(context, B), cdiv(g.window - 1, B) + 1);
-        break;
-      case KvGroupKind::kState:
-        blocks = 1;
-        break;
-    }
-    bytes += blocks * g.page_bytes_per_layer * g.num_layers;
-  }
+  for (const auto& g : layout.groups)
+    bytes += group_blocks(g, layout.block_size, context, dcp) * g.page_bytes_per_layer * g.num_layers;
   return bytes;
 }
 
