@@ -5,6 +5,7 @@
 
 #include "sim/app/run_command.h"
 #include "sim/app/size_command.h"
+#include "sim/app/validate_command.h"
 #include "sim/core/errors.h"
 
 namespace kvsim {
@@ -15,6 +16,7 @@ int dispatch_command(const std::string& name, const std::vector<std::string>& ar
       {"bench", run_bench_command},
       {"run", run_run_command},
       {"size", run_size_command},
+      {"validate", run_validate_command},
   };
   auto it = kCommands.find(name);
   if (it == kCommands.end()) {
