@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 
+#include "sim/app/calibrate_command.h"
 #include "sim/app/run_command.h"
 #include "sim/app/size_command.h"
 #include "sim/app/validate_command.h"
@@ -13,10 +14,8 @@ namespace kvsim {
 int dispatch_command(const std::string& name, const std::vector<std::string>& args, std::ostream& out) {
   using Fn = std::function<int(const std::vector<std::string>&, std::ostream&)>;
   static const std::map<std::string, Fn> kCommands = {
-      {"bench", run_bench_command},
-      {"run", run_run_command},
-      {"size", run_size_command},
-      {"validate", run_validate_command},
+      {"bench", run_bench_command}, {"calibrate", run_calibrate_command}, {"run", run_run_command},
+      {"size", run_size_command},   {"validate", run_validate_command},
   };
   auto it = kCommands.find(name);
   if (it == kCommands.end()) {
