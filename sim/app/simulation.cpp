@@ -53,11 +53,10 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   if (e.num_gpu_blocks) {
     c.layout.num_blocks = *e.num_gpu_blocks;  // vLLM num_gpu_blocks_override
   } else if (c.layout.num_blocks < 2) {
-    throw InputError(s.path + ": " + model.name + " does not fit on " + gpu.name + " (" +
-                     format_bytes(gpu.memory_bytes) + "): weights " + format_bytes(weights_per_gpu) +
-                     " per GPU at tensor_parallel_size " + std::to_string(par.tp) + ", reserve " +
-                     format_bytes(mb.reserve) + ", engine share " + format_bytes(mb.engine_share) +
-                     " leave no room for the KV cache");
+    throw InputError(s.path + ": " + model.name + " does not fit on " + gpu.name + " (" + format_bytes(gpu.memory_bytes) +
+                     "): weights " + format_bytes(weights_per_gpu) + " per GPU at tensor_parallel_size " +
+                     std::to_string(par.tp) + ", reserve " + format_bytes(mb.reserve) + ", engine share " +
+                     format_bytes(mb.engine_share) + " leave no room for the KV cache");
   }
   // vllm/engine/arg_utils.py get_batch_defaults for `vllm serve`: >= 160 GiB: 16384 / 1024;
   // >= 70 GiB and not A100: 8192 / 1024; otherwise 2048 / 256.
@@ -76,8 +75,7 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   c.enable_prefix_caching = e.enable_prefix_caching;
   c.enable_chunked_prefill = e.enable_chunked_prefill;
   c.long_prefill_token_threshold = e.long_prefill_token_threshold;
-  c.max_model_len =
-      e.max_model_len.value_or(model.max_position_embeddings > 0 ? model.max_position_embeddings : 1 << 20);
+  c.max_model_len = e.max_model_len.value_or(model.max_position_embeddings > 0 ? model.max_position_embeddings : 1 << 20);
   c.policy = e.policy;
   c.watermark = e.watermark;
   c.scheduler_reserve_full_isl = e.scheduler_reserve_full_isl;
