@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 
 #include "sim/core/errors.h"
 #include "sim/core/sim_context.h"
@@ -10,6 +11,7 @@
 #include "sim/engine/serving_sim.h"
 #include "sim/model/config_reader.h"
 #include "sim/model/sizing.h"
+#include "sim/perf/calibrated_model.h"
 #include "sim/perf/roofline_model.h"
 #include "sim/scenario/hardware_catalog.h"
 #include "sim/workload/workload_config.h"
@@ -82,6 +84,12 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   return c;
 }
 
+std::string latency_tables_dir(const std::string& hardware_dir) {
+  std::filesystem::path p = std::filesystem::path(hardware_dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "models/hardware/"
+  return (p.parent_path() / "latency").string();
+}
+
 SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, double)> progress) {
   const auto wall0 = std::chrono::steady_clock::now();
   SimulationResult res;
@@ -90,17 +98,27 @@ SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, d
   res.engine = resolve_engine_config(s, res.model);
   const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
   const GpuSpec& gpu = hw.gpu(s.gpu);
-  if (s.engine.latency_model != "roofline")
+  const DType weight_dtype = parse_dtype(s.engine.weight_dtype, "engine.weight_dtype");
+  const DType kv_dtype = parse_dtype(s.engine.kv_cache_dtype, "engine.kv_cache_dtype");
+  std::unique_ptr<ILatencyModel> latency;
+  if (s.engine.latency_model == "roofline") {
+    latency =
+        std::make_unique<RooflineLatencyModel>(res.model, gpu, s.engine.tensor_parallel_size, weight_dtype, kv_dtype);
+  } else if (s.engine.latency_model == "calibrated") {
+    // Tables live beside the hardware catalog: <hardware_dir>/../latency (models/latency).
+    const std::string dir = latency_tables_dir(s.hardware_dir);
+    const LatencyTables tables = load_latency_tables(dir, gpu.name);
+    latency = std::make_unique<CalibratedLatencyModel>(res.model, gpu, s.engine.tensor_parallel_size, weight_dtype,
+                                                       kv_dtype, tables, engine_overhead(dir, s.engine.kind));
+  } else {
     throw InputError(s.path + ": engine.latency_model: unknown model '" + s.engine.latency_model +
-                     "' (known: roofline)");
-  RooflineLatencyModel latency(res.model, gpu, s.engine.tensor_parallel_size,
-                               parse_dtype(s.engine.weight_dtype, "engine.weight_dtype"),
-                               parse_dtype(s.engine.kv_cache_dtype, "engine.kv_cache_dtype"));
+                     "' (known: calibrated, roofline)");
+  }
 
   SimContext ctx(s.seed);
   res.collector = std::make_unique<RunCollector>();
   std::unique_ptr<IRequestSource> source = make_request_source(s.workload, ctx.rng);
-  EngineInstance engine(ctx, res.engine, latency, *res.collector);
+  EngineInstance engine(ctx, res.engine, *latency, *res.collector);
   ServingSim sim(ctx, *source, engine);
   if (progress) sim.set_progress([&](int64_t done, SimTime now) { progress(done, now.seconds()); });
   const ServingResult sr = sim.run();

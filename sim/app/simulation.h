@@ -31,6 +31,10 @@ struct SimulationResult {
 // model does not fit on the GPU.
 EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model);
 
+// The calibrated latency model's table folder for a hardware catalog folder: its sibling "latency"
+// (models/hardware -> models/latency).
+std::string latency_tables_dir(const std::string& hardware_dir);
+
 // Runs the scenario to the end. `progress(done_requests, sim_seconds)` is called as requests finish.
 SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, double)> progress = {});
 

@@ -4,10 +4,13 @@
 #include <filesystem>
 #include <iostream>
 
+#include "sim/app/recompute_report.h"
+#include "sim/app/simulation.h"
 #include "sim/app/size_report.h"
 #include "sim/core/errors.h"
 #include "sim/core/units.h"
 #include "sim/model/config_reader.h"
+#include "sim/perf/calibrated_model.h"
 #include "sim/scenario/hardware_catalog.h"
 
 namespace po = boost::program_options;
@@ -48,6 +51,11 @@ po::options_description size_options() {
      "YOCO: half the layers keep a W-token window, the other half read one shared cache")
     ("hardware-dir", po::value<std::string>()->default_value(kDefaultHardwareDir), "hardware catalog directory")
     ("format", po::value<std::string>()->default_value("table"), "output: table|json|csv")
+    ("recompute", po::bool_switch(), "with --gpu: per context, reload time from each --tier vs prefill time again "
+     "(calibrated latency model), and the crossover length")
+    ("tier", po::value<std::vector<std::string>>()->composing(),
+     "storage tier for --recompute (host-dram, nvme-gen4, nvme-gen5, remote-rdma); repeat; default all")
+    ("recompute-chunk", po::value<int64_t>()->default_value(8192), "prefill chunk (tokens) for --recompute")
     ("config", po::value<std::vector<std::string>>(), "model config.json files (positional)");
   // clang-format on
   return d;
@@ -66,6 +74,20 @@ void parse_image_size(const std::string& s, int* w, int* h) {
     throw InputError("--image-size: expected WxH in pixels, e.g. 1024x1024 (got '" + s + "')");
   }
   if (*w <= 0 || *h <= 0) throw InputError("--image-size: width and height must be > 0 (got '" + s + "')");
+}
+
+// `--recompute`: reload from each tier vs prefill again, with the calibrated latency model.
+void print_recompute_section(const SizeReport& r, const SizeOptions& opt, const std::string& hw_dir,
+                             const std::vector<TierSpec>& tiers, int64_t chunk, std::ostream& out) {
+  const std::string dir = latency_tables_dir(hw_dir);
+  const CalibratedLatencyModel model(r.spec, *opt.gpu, opt.par.tp, r.weight_dtype, opt.kv_dtype,
+                                     load_latency_tables(dir, opt.gpu->name),
+                                     engine_overhead(dir, engine_name(opt.engine)));
+  int64_t max_context = r.spec.max_position_embeddings > 0 ? r.spec.max_position_embeddings : 131072;
+  for (int64_t c : opt.contexts) max_context = std::max(max_context, c);
+  const RecomputeReport rep = build_recompute_report(r.spec, model, opt.kv_dtype, r.state_dtypes, opt.par, tiers,
+                                                     opt.contexts, max_context, chunk);
+  print_recompute_report(rep, r.spec.name, opt.gpu->name, model.name(), out);
 }
 
 }  // namespace
@@ -130,6 +152,8 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
     if (vm.count("link")) opt.link = hw.link(vm["link"].as<std::string>());
   }
 
+  if (vm["recompute"].as<bool>() && !vm.count("gpu")) throw InputError("--recompute needs --gpu");
+  if (vm.count("tier") && !vm["recompute"].as<bool>()) throw InputError("--tier needs --recompute");
   std::vector<SizeReport> reports;
   for (const auto& path : vm["config"].as<std::vector<std::string>>()) {
     ModelSpec spec = read_model_config(path);
@@ -143,6 +167,18 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
     print_size_csv(reports, opt, out);
   else
     print_size_table(reports, opt, out);
+  if (vm["recompute"].as<bool>()) {
+    const std::string hw_dir = vm["hardware-dir"].as<std::string>();
+    const HardwareCatalog hw = load_hardware_catalog(hw_dir);
+    std::vector<TierSpec> tiers;
+    if (vm.count("tier"))
+      for (const auto& t : vm["tier"].as<std::vector<std::string>>()) tiers.push_back(hw.tier(t));
+    else
+      for (const auto& [name, t] : hw.tiers) tiers.push_back(t);
+    const int64_t chunk = vm["recompute-chunk"].as<int64_t>();
+    if (chunk < 1) throw InputError("--recompute-chunk must be >= 1");
+    for (const SizeReport& r : reports) print_recompute_section(r, opt, hw_dir, tiers, chunk, out);
+  }
   return 0;
 }
 

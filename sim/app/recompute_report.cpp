@@ -1,0 +1,114 @@
+#include "sim/app/recompute_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "sim/core/units.h"
+
+namespace kvsim {
+namespace {
+
+double reload_seconds(const TierSpec& t, int64_t bytes) {
+  return t.latency.seconds() + static_cast<double>(bytes) / t.read_bandwidth;
+}
+
+}  // namespace
+
+double prefill_seconds(const ILatencyModel& model, int64_t context, int64_t chunk) {
+  double t = 0;
+  for (int64_t done = 0; done < context; done += chunk) {
+    const int64_t c = std::min(chunk, context - done);
+    BatchShape b;
+    b.num_tokens = c;
+    b.num_prefill_tokens = c;
+    b.num_prefill_requests = 1;
+    const double cd = static_cast<double>(c);
+    b.prefill_attn_pairs = cd * (static_cast<double>(done) + (cd + 1) / 2);
+    b.prefill_attn_pairs_windowed = b.prefill_attn_pairs;
+    b.prefill_context_tokens = done + c;
+    b.prefill_context_tokens_windowed = done + c;
+    t += model.step_time(b).seconds();
+  }
+  return t;
+}
+
+RecomputeReport build_recompute_report(const ModelSpec& spec, const ILatencyModel& model, DType kv,
+                                       const StateDtypes& dt, const Parallel& par, const std::vector<TierSpec>& tiers,
+                                       const std::vector<int64_t>& contexts, int64_t max_context, int64_t chunk) {
+  RecomputeReport r;
+  r.tiers = tiers;
+  r.chunk = chunk;
+  auto bytes_at = [&](int64_t l) { return request_bytes(spec, l, kv, dt, Parallel{1, 1}); };
+  for (int64_t l : contexts) {
+    RecomputeRow row;
+    row.context = l;
+    row.bytes = bytes_at(l);
+    row.recompute_s = prefill_seconds(model, l, chunk);
+    for (const auto& t : tiers) row.reload_s.push_back(reload_seconds(t, row.bytes));
+    r.rows.push_back(row);
+  }
+  (void)par;
+  for (const auto& t : tiers) {
+    RecomputeCrossover x;
+    x.tier = t.name;
+    auto diff = [&](int64_t l) { return reload_seconds(t, bytes_at(l)) - prefill_seconds(model, l, chunk); };
+    // Scan a geometric grid from 16 tokens for the first sign change, then bisect.
+    std::vector<int64_t> grid;
+    for (int64_t l = 16; l < max_context; l *= 2) grid.push_back(l);
+    grid.push_back(std::max<int64_t>(max_context, 16));
+    const double d0 = diff(grid.front());
+    const bool reload_first = d0 < 0;
+    bool found = false;
+    for (size_t i = 1; i < grid.size() && !found; ++i) {
+      if ((diff(grid[i]) < 0) == reload_first) continue;
+      int64_t lo = grid[i - 1], hi = grid[i];
+      while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        ((diff(mid) < 0) == reload_first ? lo : hi) = mid;
+      }
+      x.context = hi;
+      x.reload_wins_above = !reload_first;
+      found = true;
+    }
+    if (!found) x.reload_always_faster = reload_first;
+    r.crossovers.push_back(x);
+  }
+  return r;
+}
+
+void print_recompute_report(const RecomputeReport& r, const std::string& model_name, const std::string& gpu,
+                            const std::string& latency_model, std::ostream& out) {
+  out << "\nreload vs recompute: " << model_name << " on " << gpu << " (" << latency_model
+      << " latency model, prefill in chunks of " << r.chunk << " tokens; reload = tier latency + request bytes / "
+      << "tier read bandwidth)\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%10s %12s %14s", "context", "cache", "recompute_ms");
+  out << buf;
+  for (const auto& t : r.tiers) {
+    std::snprintf(buf, sizeof buf, " %16s", (t.name + "_ms").c_str());
+    out << buf;
+  }
+  out << "\n";
+  for (const auto& row : r.rows) {
+    std::snprintf(buf, sizeof buf, "%10lld %12s %14.2f", static_cast<long long>(row.context),
+                  format_bytes(row.bytes).c_str(), row.recompute_s * 1e3);
+    out << buf;
+    for (double s : row.reload_s) {
+      std::snprintf(buf, sizeof buf, " %16.2f", s * 1e3);
+      out << buf;
+    }
+    out << "\n";
+  }
+  for (const auto& x : r.crossovers) {
+    out << "crossover " << x.tier << ": ";
+    if (x.context < 0)
+      out << (x.reload_always_faster ? "none, reload is faster at every length"
+                                     : "none, recompute is faster at every length");
+    else
+      out << x.context << " tokens (reload faster " << (x.reload_wins_above ? "above" : "below") << ")";
+    out << "\n";
+  }
+}
+
+}  // namespace kvsim

@@ -1,0 +1,212 @@
+#include "sim/app/validate_command.h"
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "sim/app/simulation.h"
+#include "sim/core/errors.h"
+#include "sim/metrics/quantiles.h"
+#include "sim/model/model_spec.h"
+#include "sim/perf/csv_file.h"
+#include "sim/scenario/hardware_catalog.h"
+
+namespace po = boost::program_options;
+
+namespace kvsim {
+namespace {
+
+// Model class for the error summary: the features that change how a step is priced.
+std::string model_class(const ModelSpec& m) {
+  std::string c;
+  auto add = [&](const char* t) { c += (c.empty() ? "" : "+") + std::string(t); };
+  if (m.num_experts > 0) add("moe");
+  if (m.count(LayerKind::kMla) + m.count(LayerKind::kSparseMla) > 0) add("mla");
+  if (m.count(LayerKind::kSlidingWindow) > 0) add("sliding");
+  if (m.has_state()) add("hybrid");
+  return c.empty() ? "dense" : c;
+}
+
+struct Row {
+  ValidationPoint p;
+  std::string cls;
+  double ttft = 0, tpot = 0;
+};
+
+void print_summary(const std::string& label, const std::vector<const Row*>& rows, std::ostream& out) {
+  std::vector<double> et, ep;
+  for (const Row* r : rows) {
+    et.push_back(std::abs(r->ttft - r->p.ttft_ms) / r->p.ttft_ms * 100);
+    ep.push_back(std::abs(r->tpot - r->p.tpot_ms) / r->p.tpot_ms * 100);
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-18s %6zu %12.1f %10.1f %12.1f %10.1f\n", label.c_str(), rows.size(),
+                quantile(et, 0.5), quantile(et, 0.9), quantile(ep, 0.5), quantile(ep, 0.9));
+  out << buf;
+}
+
+}  // namespace
+
+std::vector<ValidationPoint> read_validation_points(const std::string& path, const std::string& hardware_dir) {
+  const CsvFile f = read_csv_file(path);
+  const HardwareCatalog hw = load_hardware_catalog(hardware_dir);
+  const int c_model = f.column("model"), c_gpu = f.column("gpu"), c_tp = f.column("tp"), c_isl = f.column("isl"),
+            c_osl = f.column("osl"), c_conc = f.column("concurrency"), c_ttft = f.column("ttft_ms"),
+            c_tpot = f.column("tpot_ms");
+  const auto c_engine = f.find_column("engine");
+  const auto c_dtype = f.find_column("dtype");
+  std::vector<ValidationPoint> out;
+  for (size_t r = 0; r < f.rows.size(); ++r) {
+    ValidationPoint p;
+    p.line = f.lines[r];
+    auto positive_int = [&](int col) {
+      const double v = f.number(r, col);
+      if (v < 1 || v != std::floor(v))
+        throw InputError(f.where(r, col) + ": must be a whole number >= 1 (got " + f.text(r, col) + ")");
+      return static_cast<int64_t>(v);
+    };
+    auto positive = [&](int col) {
+      const double v = f.number(r, col);
+      if (v <= 0) throw InputError(f.where(r, col) + ": must be > 0 (got " + f.text(r, col) + ")");
+      return v;
+    };
+    p.model = f.text(r, c_model);
+    if (p.model.empty()) throw InputError(f.where(r, c_model) + ": empty, expected a config.json path");
+    p.gpu = f.text(r, c_gpu);
+    if (!hw.gpus.count(p.gpu)) {
+      std::string known;
+      for (const auto& [k, v] : hw.gpus) known += (known.empty() ? "" : ", ") + k;
+      throw InputError(f.where(r, c_gpu) + ": unknown GPU '" + p.gpu + "' (known: " + known + ")");
+    }
+    p.tp = static_cast<int>(positive_int(c_tp));
+    p.isl = positive_int(c_isl);
+    p.osl = positive_int(c_osl);
+    p.concurrency = static_cast<int>(positive_int(c_conc));
+    p.ttft_ms = positive(c_ttft);
+    p.tpot_ms = positive(c_tpot);
+    if (c_engine && !f.text(r, *c_engine).empty()) {
+      p.engine = f.text(r, *c_engine);
+      if (p.engine != "vllm" && p.engine != "sglang" && p.engine != "trtllm")
+        throw InputError(f.where(r, *c_engine) + ": unknown engine '" + p.engine + "' (known: sglang, trtllm, vllm)");
+    }
+    if (c_dtype && !f.text(r, *c_dtype).empty()) {
+      p.dtype = f.text(r, *c_dtype);
+      if (p.dtype != "bf16" && p.dtype != "fp16" && p.dtype != "fp8" && p.dtype != "fp4")
+        throw InputError(f.where(r, *c_dtype) + ": unknown dtype '" + p.dtype + "' (known: bf16, fp16, fp8, fp4)");
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+Scenario validation_scenario(const ValidationPoint& p, int requests_per_slot, const std::string& hardware_dir,
+                             const std::string& latency_model) {
+  const int64_t n = static_cast<int64_t>(requests_per_slot) * p.concurrency;
+  std::string y;
+  y += "name: validate-line-" + std::to_string(p.line) + "\n";
+  y += "model: \"" + p.model + "\"\n";
+  y += "gpu: " + p.gpu + "\n";
+  y += "hardware_dir: \"" + hardware_dir + "\"\n";
+  y += "seed: 1\n";
+  y += "engine:\n";
+  y += "  kind: " + p.engine + "\n";
+  y += "  tensor_parallel_size: " + std::to_string(p.tp) + "\n";
+  y += "  weight_dtype: " + p.dtype + "\n";
+  y += "  latency_model: " + latency_model + "\n";
+  y += "  enable_prefix_caching: false\n";
+  y += "  max_num_seqs: " + std::to_string(std::max(p.concurrency, 256)) + "\n";
+  y += "workload:\n  synthetic:\n";
+  y += "    kind: shared_prefix\n";
+  y += "    groups: " + std::to_string(n) + "\n";
+  y += "    requests_per_group: 1\n";
+  y += "    prefix_tokens: 0\n";
+  y += "    suffix_tokens: " + std::to_string(p.isl) + "\n";
+  y += "    output_tokens: " + std::to_string(p.osl) + "\n";
+  y += "    concurrency: " + std::to_string(p.concurrency) + "\n";
+  return parse_scenario(y, "validation point line " + std::to_string(p.line));
+}
+
+int run_validate_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc(
+      "kvsim validate POINTS.csv [options]\n\nSimulate measured end-to-end points (closed loop at each point's "
+      "concurrency) and report TTFT / TPOT error");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "show this help")
+    ("requests-per-slot", po::value<int>()->default_value(4),
+     "requests simulated per point = this x concurrency (small keeps it CI-fast)")
+    ("latency-model", po::value<std::string>()->default_value("calibrated"), "calibrated | roofline")
+    ("hardware-dir", po::value<std::string>()->default_value(kDefaultHardwareDir), "hardware catalog directory")
+    ("points", po::value<std::string>(), "the CSV of measured points (positional)");
+  // clang-format on
+  po::positional_options_description pos;
+  pos.add("points", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(std::string("validate: ") + e.what());
+  }
+  if (vm.count("help")) {
+    out << desc << "\n";
+    return 0;
+  }
+  if (!vm.count("points"))
+    throw InputError("validate: no points file given (try: kvsim validate models/latency/validation.csv)");
+  const int per_slot = vm["requests-per-slot"].as<int>();
+  if (per_slot < 1) throw InputError("--requests-per-slot must be >= 1");
+  const std::string lm = vm["latency-model"].as<std::string>();
+  if (lm != "calibrated" && lm != "roofline")
+    throw InputError("--latency-model: unknown model '" + lm + "' (known: calibrated, roofline)");
+  const std::string hw = vm["hardware-dir"].as<std::string>();
+  const std::string path = vm["points"].as<std::string>();
+  const auto points = read_validation_points(path, hw);
+
+  std::vector<Row> rows;
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%-5s %-28s %-10s %-6s %2s %5s %5s %4s %9s %9s %7s %8s %8s %7s\n", "line", "model",
+                "gpu", "engine", "tp", "isl", "osl", "conc", "ttft_ms", "pred", "err%", "tpot_ms", "pred", "err%");
+  out << buf;
+  for (const auto& p : points) {
+    Scenario s;
+    SimulationResult r;
+    try {
+      s = validation_scenario(p, per_slot, hw, lm);
+      r = run_simulation(s);
+    } catch (const InputError& e) {
+      throw InputError(path + ":" + std::to_string(p.line) + ": " + e.what());
+    }
+    Row row;
+    row.p = p;
+    row.cls = model_class(r.model);
+    row.ttft = r.summary.ttft_ms.mean;
+    row.tpot = r.summary.tpot_ms.mean;
+    std::string name = p.model.substr(p.model.find_last_of('/') + 1);
+    if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.resize(name.size() - 5);
+    std::snprintf(buf, sizeof buf, "%-5d %-28s %-10s %-6s %2d %5lld %5lld %4d %9.1f %9.1f %+7.1f %8.2f %8.2f %+7.1f\n",
+                  p.line, name.c_str(), p.gpu.c_str(), p.engine.c_str(), p.tp, static_cast<long long>(p.isl),
+                  static_cast<long long>(p.osl), p.concurrency, p.ttft_ms, row.ttft,
+                  (row.ttft - p.ttft_ms) / p.ttft_ms * 100, p.tpot_ms, row.tpot,
+                  (row.tpot - p.tpot_ms) / p.tpot_ms * 100);
+    out << buf;
+    rows.push_back(row);
+  }
+  out << "\nabsolute relative error (%), " << per_slot << " x concurrency requests per point, latency model " << lm
+      << "\n";
+  std::snprintf(buf, sizeof buf, "%-18s %6s %12s %10s %12s %10s\n", "class", "points", "TTFT median", "TTFT p90",
+                "TPOT median", "TPOT p90");
+  out << buf;
+  std::map<std::string, std::vector<const Row*>> by_class;
+  std::vector<const Row*> all;
+  for (const Row& r : rows) {
+    by_class[r.cls].push_back(&r);
+    all.push_back(&r);
+  }
+  for (const auto& [cls, v] : by_class) print_summary(cls, v, out);
+  if (!all.empty()) print_summary("all", all, out);
+  return 0;
+}
+
+}  // namespace kvsim

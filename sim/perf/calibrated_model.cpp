@@ -1,0 +1,287 @@
+#include "sim/perf/calibrated_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "sim/core/errors.h"
+
+namespace kvsim {
+namespace {
+
+bool is_state_layer(LayerKind k) {
+  return k == LayerKind::kMamba2 || k == LayerKind::kGatedDeltaNet || k == LayerKind::kRwkv6;
+}
+
+double weight_flops(const GpuSpec& g, DType w) {
+  if ((w == DType::kFp8 || w == DType::kFp8DsMla) && g.fp8_flops > 0) return g.fp8_flops;
+  if (w == DType::kFp4 && g.fp4_flops > 0) return g.fp4_flops;
+  return g.bf16_flops;
+}
+
+// SOL of a GEMM whose B operand (the weights) has `wb` bytes per element, activations BF16.
+double sol_weights(double m, double n, double k, double flops, double bw, double wb) {
+  return std::max(2 * m * n * k / flops, (wb * n * k + 2 * (m * k + m * n)) / bw);
+}
+
+// Elements per step that are read and written by each element-wise kernel, per token, in units of
+// hidden: fused add + RMSNorm reads residual and input and writes both (4 x hidden x 2 bytes).
+constexpr int kMemoryOpsPerLayer = 4;
+constexpr double kMemoryOpBytesPerHidden = 8.0;
+
+std::vector<double> m_grid(const GemmTable& t) {
+  std::vector<double> g = t.empty() ? std::vector<double>{} : t.m_grid();
+  if (g.empty())
+    for (double m = 1; m <= 32768; m *= 2) g.push_back(m);
+  for (double m = g.back() * 2; m <= (1 << 21); m *= 2) g.push_back(m);
+  return g;
+}
+
+// Running maximum, so a tabulated curve never decreases with tokens (measured tables carry noise).
+std::vector<double> monotone(std::vector<double> v) {
+  for (size_t i = 1; i < v.size(); ++i) v[i] = std::max(v[i], v[i - 1]);
+  return v;
+}
+
+}  // namespace
+
+CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec& g, int tp, DType weight_dtype,
+                                               DType kv_dtype, const LatencyTables& tables,
+                                               const EngineOverhead& overhead)
+    : gpu_(g), tp_(tp) {
+  const std::string who = "calibrated latency model (" + m.name + " on " + g.name + "): ";
+  if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
+  if (m.hidden_size <= 0 || m.layers.empty()) throw InputError(who + "model has no hidden size or layers");
+  if (m.params <= 0) throw InputError(who + "model has no parameter count");
+  if (g.bf16_flops <= 0 || g.hbm_bandwidth <= 0) throw InputError(who + "GPU lacks bf16_flops or hbm_bandwidth");
+
+  cal_ = calibrate_gpu(tables, g);
+  bf16_peak_ = {g.bf16_flops, g.hbm_bandwidth, 2.0};
+  const double wb = dtype_bytes(weight_dtype);
+  const double kvb = dtype_bytes(kv_dtype);
+  weight_peak_ = {weight_flops(g, weight_dtype), g.hbm_bandwidth, wb};
+  if (tables.has_gemm()) gemm_ = GemmTable(tables.gemm, bf16_peak_);
+
+  const double h = static_cast<double>(m.hidden_size);
+  hidden_ = h;
+  vocab_ = static_cast<double>(m.vocab_size);
+  layers_ = static_cast<int>(m.layers.size());
+  const double q_heads = m.num_attention_heads;
+  const double qh_local = std::max(1.0, q_heads / tp_);
+  const bool mlp_only_on_none = m.model_type == "nemotron_h";  // Nemotron-H: '-' layers carry the MLP
+
+  // Parameters the explicit GEMMs account for (per token, whole model, TP 1), to size the rest.
+  double explicit_params = 0;
+  int other_layers = 0;  // MLA and state layers: their projections take the remaining parameters
+  std::map<std::tuple<int, int, int>, AttentionGroup> groups;  // (kv_local, head_dim, window)
+  for (const LayerSpec& l : m.layers) {
+    const auto& a = l.attn;
+    const double hd = a.head_dim > 0 ? a.head_dim : m.head_dim;
+    memory_ops_ += kMemoryOpsPerLayer;
+    switch (l.kind) {
+      case LayerKind::kFullAttention:
+      case LayerKind::kSlidingWindow: {
+        const double kv_local = std::max(1.0, static_cast<double>(a.num_kv_heads) / tp_);
+        token_gemms_.push_back({(qh_local + 2 * kv_local) * hd, h, 1});
+        token_gemms_.push_back({h, qh_local * hd, 1});
+        explicit_params += h * (q_heads + 2.0 * a.num_kv_heads) * hd + q_heads * hd * h;
+        const int window = l.kind == LayerKind::kSlidingWindow ? a.window : 0;
+        AttentionGroup& grp = groups[{static_cast<int>(kv_local), static_cast<int>(hd), window}];
+        ++grp.layers;
+        grp.window = window;
+        grp.flops_per_pair = 4.0 * qh_local * hd;
+        grp.kv_bytes_per_token = 2.0 * kv_local * hd * kvb;
+        break;
+      }
+      case LayerKind::kMla:
+      case LayerKind::kSparseMla:
+        ++mla_layers_;
+        ++other_layers;
+        mla_flops_per_pair_ = qh_local * (2.0 * (a.kv_lora_rank + a.qk_rope_head_dim) + 2.0 * a.kv_lora_rank);
+        mla_kv_bytes_per_token_ = (a.kv_lora_rank + a.qk_rope_head_dim + a.index_head_dim) * kvb;
+        break;
+      default:
+        if (is_state_layer(l.kind)) {
+          ++state_layers_;
+          ++other_layers;
+          const auto& s = l.state;
+          const double ssm = static_cast<double>(s.ssm_elems());
+          const double conv = static_cast<double>(s.conv_elems());
+          const double state_b = m.ssm_state_dtype_hint == "float32" ? 4.0 : 2.0;
+          state_flops_per_token_ += (6.0 * ssm + 2.0 * static_cast<double>(s.conv_dim) * (s.conv_rows + 1)) / tp_;
+          state_bytes_per_request_ += 2.0 * (ssm * state_b + conv * 2.0) / tp_;
+        }
+        break;
+    }
+    if (l.moe && m.num_experts > 0) {
+      ++moe_layers_;
+      token_gemms_.push_back({static_cast<double>(m.num_experts), h, 1});  // router, replicated
+      explicit_params += h * m.num_experts + 3.0 * h * static_cast<double>(m.moe_intermediate_size) *
+                                                 std::min(m.experts_per_token, m.num_experts);
+      if (m.shared_expert_intermediate_size > 0) {
+        const double is = static_cast<double>(m.shared_expert_intermediate_size);
+        token_gemms_.push_back({2 * is / tp_, h, 1});
+        token_gemms_.push_back({h, is / tp_, 1});
+        explicit_params += 3.0 * h * is;
+      }
+    } else if (m.intermediate_size > 0 && (!mlp_only_on_none || l.kind == LayerKind::kNone)) {
+      const double inter = static_cast<double>(m.intermediate_size);
+      token_gemms_.push_back({2 * inter / tp_, h, 1});
+      token_gemms_.push_back({h, inter / tp_, 1});
+      explicit_params += 3.0 * h * inter;
+    }
+  }
+  const double embed = vocab_ * h;
+  const double active = static_cast<double>(m.active_params > 0 ? m.active_params : m.params);
+  const double rest = active - embed - (m.tie_word_embeddings ? 0.0 : embed) - explicit_params;
+  if (other_layers > 0 && rest > 0)
+    token_gemms_.push_back({rest / (other_layers * h) / tp_, h, static_cast<double>(other_layers)});
+  memory_ops_ += 2;  // embedding gather, final norm
+  // Per token: each element-wise kernel moves about 8 * hidden bytes; embedding gather and final
+  // norm 4 * hidden more.
+  memory_op_bytes_per_token_ = kMemoryOpBytesPerHidden * h * kMemoryOpsPerLayer * layers_ + 4.0 * h;
+
+  for (auto& [key, grp] : groups) {
+    const int kv_local = std::get<0>(key), hd = std::get<1>(key);
+    grp.prefill = fit_prefill_attention(tables, static_cast<int>(qh_local), kv_local, hd, grp.window);
+    grp.decode = fit_decode_attention(tables, static_cast<int>(qh_local), kv_local, hd, grp.window);
+    attention_.push_back(grp);
+  }
+
+  if (moe_layers_ > 0) {
+    num_experts_ = m.num_experts;
+    topk_ = std::clamp(m.experts_per_token, 1, m.num_experts);
+    moe_inter_ = static_cast<double>(m.moe_intermediate_size) / tp_;
+    expert_bytes_ = 3.0 * h * moe_inter_ * wb;
+    if (cal_.moe) {
+      moe_fit_ = *cal_.moe;
+    } else {
+      moe_fit_.per_call_s = 3 * cal_.gemm.floor_s;
+      moe_fit_.per_byte_s = 1.0 / (cal_.gemm.eta_memory * g.hbm_bandwidth);
+      moe_fit_.per_flop_s = 1.0 / (cal_.gemm.eta_compute * g.bf16_flops);
+    }
+    moe_fit_.per_flop_s *= g.bf16_flops / weight_peak_.flops;  // FP8 experts run at the FP8 rate
+  }
+
+  if (tp > 1) {
+    for (const auto& p : tables.allreduce)
+      if (p.num_gpus == tp) allreduce_points_.push_back(p);
+    std::sort(allreduce_points_.begin(), allreduce_points_.end(),
+              [](const AllReducePoint& a, const AllReducePoint& b) { return a.bytes < b.bytes; });
+    if (allreduce_points_.empty() && g.nvlink_bandwidth <= 0 && g.pcie_bandwidth <= 0)
+      throw InputError(who + "TP > 1 needs an all-reduce table, nvlink_bandwidth or pcie_bandwidth");
+  }
+  overhead_c0_ = overhead.c0_s;
+  overhead_c1_ = overhead.c1_s;
+
+  const std::vector<double> grid = m_grid(gemm_);
+  std::vector<double> lin, head, ar;
+  for (double x : grid) {
+    lin.push_back(linear_at(x));
+    head.push_back(gemm_seconds(x, vocab_ / tp_, h));
+    ar.push_back(tp > 1 ? 2.0 * layers_ * allreduce_at(x) : 0.0);
+  }
+  linear_curve_ = Curve1D(grid, monotone(lin));
+  lm_head_curve_ = Curve1D(grid, monotone(head));
+  allreduce_curve_ = Curve1D(grid, monotone(ar));
+}
+
+double CalibratedLatencyModel::gemm_seconds(double m, double n, double k) const {
+  if (m <= 0 || n <= 0 || k <= 0) return 0.0;
+  const double wb = weight_peak_.operand_bytes;
+  if (!gemm_.empty()) {
+    const double t = gemm_.seconds(m, n, k);
+    if (weight_peak_.flops == bf16_peak_.flops && wb == 2.0) return t;
+    return t * sol_weights(m, n, k, weight_peak_.flops, weight_peak_.bytes_per_s, wb) /
+           sol_weights(m, n, k, bf16_peak_.flops, bf16_peak_.bytes_per_s, 2.0);
+  }
+  return cal_.gemm.floor_s + std::max(2 * m * n * k / (cal_.gemm.eta_compute * weight_peak_.flops),
+                                      (wb * n * k + 2 * (m * k + m * n)) / (cal_.gemm.eta_memory * gpu_.hbm_bandwidth));
+}
+
+double CalibratedLatencyModel::linear_at(double m) const {
+  double t = 0;
+  for (const Gemm& g : token_gemms_) t += g.count * gemm_seconds(m, g.n, g.k);
+  t += memory_ops_ * cal_.gemm.floor_s + m * memory_op_bytes_per_token_ / (cal_.gemm.eta_memory * gpu_.hbm_bandwidth);
+  return t;
+}
+
+double CalibratedLatencyModel::allreduce_at(double tokens) const {
+  const double bytes = tokens * hidden_ * 2.0;
+  const auto& p = allreduce_points_;
+  if (!p.empty()) {
+    if (bytes <= p.front().bytes) return p.front().seconds;
+    if (bytes >= p.back().bytes) return p.back().seconds * bytes / p.back().bytes;  // bus bandwidth held
+    const auto hi =
+        std::lower_bound(p.begin(), p.end(), bytes, [](const AllReducePoint& a, double b) { return a.bytes < b; });
+    if (hi->bytes == bytes) return hi->seconds;
+    const auto lo = hi - 1;
+    const double w = (std::log(bytes) - std::log(lo->bytes)) / (std::log(hi->bytes) - std::log(lo->bytes));
+    return (1 - w) * lo->seconds + w * hi->seconds;
+  }
+  const double link = gpu_.nvlink_bandwidth > 0 ? gpu_.nvlink_bandwidth : gpu_.pcie_bandwidth;
+  return 5e-6 + 2.0 * (tp_ - 1) / tp_ * bytes / (0.7 * link);
+}
+
+double CalibratedLatencyModel::attention_prefill(const AttentionGroup& g, const BatchShape& b) const {
+  const double pairs =
+      g.window > 0 && b.prefill_attn_pairs_windowed > 0 ? b.prefill_attn_pairs_windowed : b.prefill_attn_pairs;
+  const double tokens = static_cast<double>(b.num_prefill_tokens);
+  if (g.prefill)
+    return g.layers * (g.prefill->per_call_s + g.prefill->per_pair_s * pairs + g.prefill->per_token_s * tokens);
+  return g.layers * (cal_.gemm.floor_s + g.flops_per_pair * pairs / (cal_.attention_prefill_eta * gpu_.bf16_flops));
+}
+
+double CalibratedLatencyModel::attention_decode(const AttentionGroup& g, const BatchShape& b) const {
+  const double ctx = static_cast<double>(g.window > 0 ? b.decode_context_tokens_windowed : b.decode_context_tokens);
+  const double reqs = b.num_decode_requests;
+  if (g.decode)
+    return g.layers * (g.decode->per_call_s + g.decode->per_request_s * reqs + g.decode->per_context_token_s * ctx);
+  return g.layers * (cal_.gemm.floor_s + ctx * g.kv_bytes_per_token / (cal_.attention_decode_eta * gpu_.hbm_bandwidth));
+}
+
+CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const {
+  CalibratedBreakdown r;
+  if (b.num_tokens <= 0) return r;
+  const double n = static_cast<double>(b.num_tokens);
+  r.linear_s = linear_curve_(n);
+  r.lm_head_s = lm_head_curve_(static_cast<double>(b.num_decode_requests + b.num_prefill_requests));
+  if (moe_layers_ > 0) {
+    const double bytes = experts_touched(n, topk_, num_experts_) * expert_bytes_ + 4.0 * n * hidden_;
+    const double flops = 6.0 * n * topk_ * hidden_ * moe_inter_;
+    r.moe_s = moe_layers_ * (moe_fit_.per_call_s + moe_fit_.per_byte_s * bytes + moe_fit_.per_flop_s * flops);
+  }
+  if (b.num_prefill_tokens > 0) {
+    for (const auto& g : attention_) r.prefill_attention_s += attention_prefill(g, b);
+    if (mla_layers_ > 0)
+      r.prefill_attention_s += mla_layers_ * (cal_.gemm.floor_s + mla_flops_per_pair_ * b.prefill_attn_pairs /
+                                                                      (cal_.attention_prefill_eta * gpu_.bf16_flops));
+  }
+  if (b.num_decode_requests > 0) {
+    for (const auto& g : attention_) r.decode_attention_s += attention_decode(g, b);
+    if (mla_layers_ > 0) {
+      const double ctx = static_cast<double>(b.decode_context_tokens);
+      r.decode_attention_s +=
+          mla_layers_ * (cal_.gemm.floor_s +
+                         std::max(ctx * mla_kv_bytes_per_token_ / (cal_.attention_decode_eta * gpu_.hbm_bandwidth),
+                                  ctx * mla_flops_per_pair_ / (cal_.attention_prefill_eta * gpu_.bf16_flops)));
+    }
+  }
+  if (state_layers_ > 0) {
+    r.state_s = state_layers_ * 2.0 * cal_.gemm.floor_s +
+                (state_bytes_per_request_ * static_cast<double>(b.state_requests) +
+                 2.0 * static_cast<double>(b.state_copy_bytes)) /
+                    (cal_.gemm.eta_memory * gpu_.hbm_bandwidth) +
+                n * state_flops_per_token_ / (cal_.gemm.eta_compute * gpu_.bf16_flops);
+  }
+  r.allreduce_s = allreduce_curve_(n);
+  r.overhead_s = overhead_c0_ + overhead_c1_ * (b.num_decode_requests + b.num_prefill_requests);
+  r.total = duration_from_seconds(r.linear_s + r.lm_head_s + r.moe_s + r.prefill_attention_s + r.decode_attention_s +
+                                  r.state_s + r.allreduce_s + r.overhead_s);
+  return r;
+}
+
+Duration CalibratedLatencyModel::step_time(const BatchShape& batch) const { return breakdown(batch).total; }
+
+}  // namespace kvsim

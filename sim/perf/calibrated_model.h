@@ -1,0 +1,114 @@
+#pragma once
+// CalibratedLatencyModel: one engine step (per GPU of a TP group) as a sum of operators priced from
+// measured tables (models/latency/<gpu>/) where they cover the shape, else from a roofline whose
+// efficiencies are fitted on the same tables (sim/perf/calibration.h), plus a per-step engine
+// overhead (models/latency/overhead.csv):
+//
+//   t = L(N) + H(S) + sum_moe_layers MoE(N) + A_prefill + A_decode + State + AR(N) + c0 + c1 * R
+//
+//   L(N)  all token-level work as one pre-tabulated curve of N = num_tokens: per layer the QKV and
+//         output projections (GQA layers; MLA and state layers get one GEMM of k = hidden whose width
+//         is their share of the remaining active parameters), dense MLP (gate+up, down) or the MoE
+//         router and shared expert, four memory-bound element-wise kernels (norms, rope + cache
+//         write, activation; bytes / (eta_m * BW) + floor each); plus the embedding gather.
+//         GEMMs come from GemmTable (exact at measured points, utilisation held beyond the grid);
+//         FP8/FP4 weights scale the BF16 time by SOL(dtype) / SOL(bf16).
+//   H(S)  LM head GEMM over S = sampled tokens (decode requests + prefill requests).
+//   MoE   fused expert kernel per MoE layer: per_call + per_byte * (touched experts' weights +
+//         activations) + per_flop * 6 N k h I / TP, coefficients fitted on the GPU's MoE table, or the
+//         fitted roofline when the GPU has none (uniform routing, no expert parallelism).
+//   A     per attention layer: GQA/sliding from fits of the attention tables for the layer's per-GPU
+//         shape (prefill a + b * pairs + c * tokens; decode a + b * batch + c * sum context);
+//         MLA layers by roofline with the tables' achieved attention efficiencies.
+//   State Mamba2 / gated-DeltaNet recurrent state read + write per request and scan FLOPs per token,
+//         fitted roofline plus two kernel floors per layer.
+//   AR    TP all-reduce, two per layer, message N * hidden * 2 bytes, from the vLLM custom all-reduce
+//         table (log-interpolated in size, bus bandwidth held beyond it), else an alpha-beta formula.
+//   R     requests in the step (c0, c1 per engine).
+// Every batch-independent term is built in the constructor; step_time() is a handful of lookups.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/model/dtype.h"
+#include "sim/model/hardware.h"
+#include "sim/model/model_spec.h"
+#include "sim/perf/calibration.h"
+#include "sim/perf/gemm_table.h"
+#include "sim/perf/i_latency_model.h"
+#include "sim/perf/latency_tables.h"
+
+namespace kvsim {
+
+struct CalibratedBreakdown {
+  double linear_s = 0;  // L(N): GEMMs, element-wise kernels, embedding
+  double lm_head_s = 0;
+  double moe_s = 0;
+  double prefill_attention_s = 0;
+  double decode_attention_s = 0;
+  double state_s = 0;
+  double allreduce_s = 0;
+  double overhead_s = 0;
+  Duration total;
+};
+
+class CalibratedLatencyModel final : public ILatencyModel {
+ public:
+  // Throws InputError when the spec or GPU lacks what the model needs.
+  CalibratedLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
+                         const LatencyTables& tables, const EngineOverhead& overhead);
+
+  Duration step_time(const BatchShape& batch) const override;
+  std::string name() const override { return "calibrated"; }
+  CalibratedBreakdown breakdown(const BatchShape& batch) const;
+
+  const GpuCalibration& calibration() const { return cal_; }
+  bool uses_tables() const { return !gemm_.empty(); }
+  // One GEMM C[m x n] = A[m x k] B[k x n] with the model's weight dtype, seconds (table or roofline).
+  double gemm_seconds(double m, double n, double k) const;
+  // The compute and memory limits of the hardware file for this dtype (for tests).
+  PeakRates peak_rates() const { return weight_peak_; }
+
+ private:
+  struct AttentionGroup {  // layers sharing one per-GPU shape
+    int layers = 0;
+    int window = 0;
+    std::optional<PrefillAttentionFit> prefill;
+    std::optional<DecodeAttentionFit> decode;
+    double flops_per_pair = 0;  // roofline fallback
+    double kv_bytes_per_token = 0;
+  };
+  double linear_at(double m) const;  // everything in L(N), computed directly (used to tabulate)
+  double allreduce_at(double tokens) const;
+  double attention_prefill(const AttentionGroup& g, const BatchShape& b) const;
+  double attention_decode(const AttentionGroup& g, const BatchShape& b) const;
+
+  GpuSpec gpu_;
+  double tp_ = 1;
+  GpuCalibration cal_;
+  GemmTable gemm_;
+  PeakRates bf16_peak_, weight_peak_;
+  double hidden_ = 0;
+  double memory_op_bytes_per_token_ = 0;  // element-wise kernels, per step, per token
+  int memory_ops_ = 0;                    // element-wise kernels per step
+  struct Gemm {
+    double n, k, count;
+  };
+  std::vector<Gemm> token_gemms_;
+  double vocab_ = 0;
+  std::vector<AttentionGroup> attention_;
+  int mla_layers_ = 0;
+  double mla_flops_per_pair_ = 0, mla_kv_bytes_per_token_ = 0;
+  int moe_layers_ = 0;
+  int num_experts_ = 0, topk_ = 0;
+  double expert_bytes_ = 0, moe_inter_ = 0;
+  MoeFit moe_fit_;
+  int state_layers_ = 0;
+  double state_bytes_per_request_ = 0, state_flops_per_token_ = 0;
+  std::vector<AllReducePoint> allreduce_points_;  // this TP size, sorted by bytes
+  int layers_ = 0;
+  double overhead_c0_ = 0, overhead_c1_ = 0;
+  Curve1D linear_curve_, lm_head_curve_, allreduce_curve_;
+};
+
+}  // namespace kvsim

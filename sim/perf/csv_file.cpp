@@ -1,0 +1,116 @@
+#include "sim/perf/csv_file.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "sim/core/errors.h"
+
+namespace kvsim {
+namespace {
+
+std::vector<std::string> split_line(const std::string& line, const std::string& source, int lineno) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  if (quoted) throw InputError(source + ":" + std::to_string(lineno) + ": unterminated quoted field");
+  out.push_back(cur);
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+std::optional<int> CsvFile::find_column(const std::string& name) const {
+  for (size_t i = 0; i < header.size(); ++i)
+    if (header[i] == name) return static_cast<int>(i);
+  return std::nullopt;
+}
+
+int CsvFile::column(const std::string& name) const {
+  auto c = find_column(name);
+  if (!c) throw InputError(path + ":" + std::to_string(header_line_) + ": missing column '" + name + "'");
+  return *c;
+}
+
+std::string CsvFile::where(size_t row, int col) const {
+  return path + ":" + std::to_string(lines[row]) + ": column '" + header[col] + "'";
+}
+
+double CsvFile::number(size_t row, int col) const {
+  const std::string s = trim(rows[row][col]);
+  if (s.empty()) throw InputError(where(row, col) + ": empty, expected a number");
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v))
+    throw InputError(where(row, col) + ": not a number ('" + s + "')");
+  return v;
+}
+
+CsvFile parse_csv_text(const std::string& text, const std::string& source) {
+  CsvFile f;
+  f.path = source;
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  bool have_header = false;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    auto fields = split_line(line, source, lineno);
+    for (auto& x : fields) x = trim(x);
+    if (!have_header) {
+      f.header = fields;
+      f.header_line_ = lineno;
+      have_header = true;
+      continue;
+    }
+    if (fields.size() != f.header.size())
+      throw InputError(source + ":" + std::to_string(lineno) + ": expected " + std::to_string(f.header.size()) +
+                       " fields, got " + std::to_string(fields.size()));
+    f.rows.push_back(std::move(fields));
+    f.lines.push_back(lineno);
+  }
+  if (!have_header) throw InputError(source + ": empty file, expected a header row");
+  return f;
+}
+
+CsvFile read_csv_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_csv_text(ss.str(), path);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,65 @@
+#pragma once
+// Measured operator tables for one GPU, as committed under models/latency/<gpu>/ (provenance in
+// models/latency/PROVENANCE.md). Latencies are stored in seconds here (the files hold milliseconds).
+// Shapes are per GPU: head counts after the tensor-parallel split, GEMM n/k after sharding.
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kvsim {
+
+inline constexpr const char* kDefaultLatencyDir = "models/latency";
+
+struct GemmPoint {  // C[m x n] = A[m x k] B[k x n], BF16
+  double m = 0, n = 0, k = 0, seconds = 0;
+};
+
+struct AttentionPoint {
+  double batch = 0;
+  double length = 0;  // context attention: new tokens per sequence (isl); generation: cached tokens
+  int num_heads = 0, num_kv_heads = 0, head_dim = 0, window = 0;
+  double seconds = 0;
+};
+
+struct AllReducePoint {
+  int num_gpus = 0;
+  double bytes = 0, seconds = 0;
+};
+
+struct MoePoint {  // fused MoE kernel of one layer's local shard, balanced routing, BF16
+  double num_tokens = 0, hidden = 0, inter = 0;
+  int topk = 0, num_experts = 0, moe_tp = 1, moe_ep = 1;
+  double seconds = 0;
+};
+
+struct LatencyTables {
+  std::string gpu;
+  std::string dir;  // the folder read, "" when none
+  std::vector<GemmPoint> gemm;
+  std::vector<AttentionPoint> context_attention;
+  std::vector<AttentionPoint> generation_attention;
+  std::vector<AllReducePoint> allreduce;
+  std::vector<MoePoint> moe;
+  bool has_gemm() const { return !gemm.empty(); }
+};
+
+// Reads <root>/<gpu>/{gemm,context_attention,generation_attention,allreduce,moe}.csv. A missing folder
+// or file leaves that table empty (the model then falls back to the roofline); a malformed file is an
+// InputError naming file, line and column.
+LatencyTables load_latency_tables(const std::string& root, const std::string& gpu);
+// The GPUs that have a table folder under root, sorted.
+std::vector<std::string> gpus_with_tables(const std::string& root);
+
+// Per-step serving overhead (CPU scheduling, sampling, launch gaps) of one engine:
+// t = c0 + c1 * requests in the step. From <root>/overhead.csv (engine,c0_ms,c1_ms_per_request,source).
+struct EngineOverhead {
+  std::string engine;
+  double c0_s = 0;
+  double c1_s = 0;
+  std::string source;
+};
+std::map<std::string, EngineOverhead> load_engine_overheads(const std::string& root);
+// The engine's row, or InputError listing the known engines.
+EngineOverhead engine_overhead(const std::string& root, const std::string& engine);
+
+}  // namespace kvsim

@@ -1,0 +1,79 @@
+// CLI tests of `kvsim validate`, `kvsim calibrate` and `kvsim size --recompute` (the built binary).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "tests/app/cli_runner.h"
+
+namespace kvsim::testing {
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = std::string(::testing::TempDir()) + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* kHeader = "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms\n";
+
+TEST(ValidateCommand, RunsTheCommittedPointsAndPrintsTheSummary) {
+  const CliResult r = run_kvsim("validate models/latency/validation.csv");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("TTFT median"), std::string::npos);
+  EXPECT_NE(r.out.find("\ndense "), std::string::npos);
+  EXPECT_NE(r.out.find("\nall "), std::string::npos);
+}
+
+TEST(ValidateCommand, MissingColumnNamesFileAndLine) {
+  const std::string p = write_temp(
+      "v_missing.csv", "model,gpu,tp,isl,osl,concurrency,ttft_ms\nmodels/qwen3-8b.json,h100-sxm,1,128,16,1,10\n");
+  const CliResult r = run_kvsim("validate " + p);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(p + ":1: missing column 'tpot_ms'"), std::string::npos) << r.out;
+}
+
+TEST(ValidateCommand, UnknownGpuNamesLineAndColumn) {
+  const std::string p = write_temp("v_gpu.csv", std::string(kHeader) + "models/qwen3-8b.json,h999,1,128,16,1,10,5\n");
+  const CliResult r = run_kvsim("validate " + p);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(p + ":2: column 'gpu': unknown GPU 'h999'"), std::string::npos) << r.out;
+}
+
+TEST(ValidateCommand, MalformedNumberNamesLineAndColumn) {
+  const std::string p =
+      write_temp("v_num.csv", std::string(kHeader) + "models/qwen3-8b.json,h100-sxm,1,12x,16,1,10,5\n");
+  const CliResult r = run_kvsim("validate " + p);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(p + ":2: column 'isl': not a number ('12x')"), std::string::npos) << r.out;
+  EXPECT_EQ(count_lines(r.out), 1);
+}
+
+TEST(CalibrateCommand, ReportsFitErrorPerOperator) {
+  const CliResult r = run_kvsim("calibrate --gpu h100-sxm --model models/qwen3-8b.json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* op : {"gemm: table interpolation", "gemm: fitted roofline", "moe: fused expert kernel",
+                         "prefill attention 32q/8kv/hd128", "decode attention 32q/8kv/hd128"})
+    EXPECT_NE(r.out.find(op), std::string::npos) << op;
+}
+
+TEST(SizeRecompute, PrintsReloadAgainstRecomputeAndCrossover) {
+  const CliResult r = run_kvsim(
+      "size models/llama-2-7b.json --gpu h100-sxm --recompute --tier host-dram --tier nvme-gen4 --context 1024 "
+      "--context 4096");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("recompute_ms"), std::string::npos);
+  EXPECT_NE(r.out.find("crossover host-dram:"), std::string::npos);
+  EXPECT_NE(r.out.find("crossover nvme-gen4:"), std::string::npos);
+  EXPECT_EQ(r.out.find("remote-rdma"), std::string::npos);
+}
+
+TEST(SizeRecompute, NeedsAGpu) {
+  const CliResult r = run_kvsim("size models/qwen3-8b.json --recompute");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--recompute needs --gpu"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvsim::testing
