@@ -1,5 +1,6 @@
 // `kvsim run` end to end: determinism, outputs, and bad input (exit code 2, nothing half-written).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,7 +16,7 @@ using testing::run_kvsim;
 namespace fs = std::filesystem;
 
 std::string tmp(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "kvsim_run_test";
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_run_test_" + std::to_string(getpid()));
   fs::create_directories(dir);
   return (dir / name).string();
 }
@@ -118,8 +119,8 @@ TEST(RunBadInput, MalformedTraceLineNamesTheLine) {
   EXPECT_FALSE(fs::exists(h5));
   // --skip-bad-lines counts and skips it; the two good requests run.
   const std::string js = tmp("skip.json");
-  auto ok = run_kvsim("run scenarios/quickstart.yaml --skip-bad-lines --out " + tmp("skip.h5") + " --summary-json " + js +
-                      " --set workload.trace.path=" + trace);
+  auto ok = run_kvsim("run scenarios/quickstart.yaml --skip-bad-lines --out " + tmp("skip.h5") + " --summary-json " +
+                      js + " --set workload.trace.path=" + trace);
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
   EXPECT_NE(ok.out.find("skipped 1 malformed trace lines"), std::string::npos) << ok.out;
   EXPECT_EQ(parse_json(slurp(js), js).find("requests")->find("count")->integer(), 2);

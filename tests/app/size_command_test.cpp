@@ -1,6 +1,7 @@
 // `kvsim size` end to end: bad input gives one clear line and exit code 2; good input reproduces
 // the essay's figures in every format.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,7 +16,7 @@ using testing::count_lines;
 using testing::run_kvsim;
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / "kvsim_size_test";
+  const auto dir = std::filesystem::temp_directory_path() / ("kvsim_size_test_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const auto p = dir / name;
   std::ofstream(p) << text;

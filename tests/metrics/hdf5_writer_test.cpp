@@ -1,6 +1,7 @@
 #include "sim/metrics/hdf5_writer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -14,7 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("kvsim_hdf5_test_" + name);
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_hdf5_test_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   return dir;
 }
@@ -167,7 +168,7 @@ namespace kvsim {
 // Object modification times are not recorded, so identical inputs give byte-identical files.
 TEST(Hdf5Writer, IdenticalRunsGiveIdenticalFiles) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "kvsim_hdf5_test_identical";
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_hdf5_test_identical_" + std::to_string(getpid()));
   fs::remove_all(dir);
   const RunCollector c = sample_collector();
   const RunSummary s = c.summarize({.events = 99, .wall_s = 0.0, .fingerprint = 1});

@@ -1,5 +1,6 @@
 // analysis/plot.py reads a run file written by write_run_file and produces every PNG it promises.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -21,7 +22,7 @@ TEST(PlotScript, WritesEveryPngForARunFile) {
   }
   if (python.empty()) GTEST_SKIP() << "no python3 with h5py, pandas and matplotlib";
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "kvsim_plot_script_test";
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_plot_script_test_" + std::to_string(getpid()));
   fs::remove_all(dir);
   RunCollector c;
   for (int i = 0; i < 50; ++i) {
