@@ -1,5 +1,5 @@
 // kvsim: a discrete-event simulator of LLM serving built around the KV cache.
-// Subcommands: size, run, bench. Bad input prints one line "kvsim: error: ..." and exits with 2.
+// Subcommands: size, run, bench, calibrate, validate. Bad input prints one line "kvsim: error: ..." and exits with 2.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -19,6 +19,8 @@ const char* kUsage =
     "  size CONFIG.json...   exact KV cache, state, weights and capacity per model\n"
     "  run SCENARIO.yaml     replay a workload through a vLLM-like engine\n"
     "  bench                 replay the Mooncake conversation trace and report simulator speed\n"
+    "  calibrate             fit the calibrated latency model and report the fit error per operator\n"
+    "  validate POINTS.csv   simulate measured end-to-end points and report TTFT/TPOT errors\n"
     "\n"
     "Run 'kvsim <command> --help' for the options of each command.\n";
 
