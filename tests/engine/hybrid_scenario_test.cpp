@@ -4,6 +4,8 @@
 #include <map>
 
 #include "sim/app/simulation.h"
+#include "sim/core/errors.h"
+#include "sim/model/config_reader.h"
 #include "sim/scenario/scenario.h"
 
 namespace kvsim {
@@ -51,6 +53,47 @@ TEST(HybridScenario, Issue45238HitsPerGroupFollowTheCheckpointRule) {
     EXPECT_EQ(lost_no_state, !state_in_match ? 56 * match : (ic.later ? 8 * match : 0));
     EXPECT_EQ(res.summary.requests.finished, 64);
   }
+}
+
+EngineConfig resolved(const std::string& file, const std::vector<std::string>& overrides) {
+  const Scenario s = load_scenario(file, overrides);
+  return resolve_engine_config(s, read_model_config(s.model));
+}
+
+TEST(HybridScenario, MambaCacheModeResolvesAsVllm) {
+  const std::string nemo = "scenarios/hybrid/nemotron-h-8b-shared-prefix.yaml";
+  const std::string qwen = "scenarios/hybrid/qwen35-4b-1600-later.yaml";
+  EXPECT_EQ(resolved(qwen, {}).mamba_cache_mode, MambaCacheMode::kAlign);
+  EXPECT_EQ(resolved(qwen, {"engine.enable_prefix_caching=false"}).mamba_cache_mode, MambaCacheMode::kNone);
+  EXPECT_EQ(resolved(qwen, {"engine.mamba_cache_mode=none"}).mamba_cache_mode, MambaCacheMode::kAlign);
+  // Qwen3.5 lacks SupportsMambaPrefixCaching: "all" falls back to align, block stays 528.
+  const EngineConfig qa = resolved(qwen, {"engine.mamba_cache_mode=all"});
+  EXPECT_EQ(qa.mamba_cache_mode, MambaCacheMode::kAlign);
+  EXPECT_EQ(qa.layout.block_size, 528);
+  // Nemotron-H "all": chunk 128, lcm(128, 16) = 128; ceil(P / p) = ceil(4,255,744 / 4,096) = 1039;
+  // B = 128 * ceil(1039 / 128) = 128 * 9 = 1152 (align: 1040).
+  const EngineConfig na = resolved(nemo, {"engine.mamba_cache_mode=all"});
+  EXPECT_EQ(na.mamba_cache_mode, MambaCacheMode::kAll);
+  EXPECT_EQ(na.layout.block_size, 128 * ((4255744 / 4096 + 127) / 128));
+  EXPECT_EQ(resolved(nemo, {}).layout.block_size, 1040);
+  EXPECT_EQ(resolved(qwen, {"engine.prefix_cache_retention_interval=dense"}).prefix_cache_retention_interval,
+            kRetentionDense);
+  EXPECT_THROW(resolved(qwen, {"engine.prefix_match_unit=16"}), InputError);
+  EXPECT_THROW(resolved(qwen, {"engine.prefix_cache_retention_interval=1000"}), InputError);
+  EXPECT_THROW(load_scenario(qwen, {"engine.mamba_cache_mode=sometimes"}), InputError);
+}
+
+TEST(HybridScenario, AllModeSavesAStateAtEveryBoundary) {
+  // Nemotron-H in "all" mode: every boundary a step crosses gets its own hashed state, so hits do not
+  // depend on where chunks end; the run keeps its invariants.
+  Scenario s = load_scenario("scenarios/hybrid/nemotron-h-8b-shared-prefix.yaml",
+                             {"engine.mamba_cache_mode=all", "workload.synthetic.groups=4"});
+  const SimulationResult res = run_simulation(s);
+  EXPECT_EQ(res.summary.requests.finished, 32);
+  // 3000-token prefix, B = 1152: attention and state both reach floor(3000 / 1152) * 1152 = 2304.
+  for (const auto& row : res.collector->requests())
+    if (row.cached_tokens > 0) EXPECT_EQ(row.cached_tokens, 3000 / 1152 * 1152) << row.id;
+  EXPECT_GE(res.summary.prefix_cache.hit_requests, 4 * 6);
 }
 
 }  // namespace
