@@ -1,8 +1,10 @@
 #include "sim/app/simulation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 
 #include "sim/core/errors.h"
 #include "sim/core/sim_context.h"
@@ -17,6 +19,48 @@
 #include "sim/workload/workload_config.h"
 
 namespace kvsim {
+namespace {
+
+bool has_layer(const ModelSpec& m, bool (*pred)(LayerKind)) {
+  for (const auto& l : m.layers)
+    if (pred(l.kind)) return true;
+  return false;
+}
+
+// vLLM MambaModelConfig.verify_and_update_config: prefix caching on turns "none" into "align" and
+// off means "none"; "all" needs SupportsMambaPrefixCaching, else it falls back to "align".
+MambaCacheMode resolve_mamba_cache_mode(const Scenario& s, const ModelSpec& model) {
+  const EngineSettings& e = s.engine;
+  if (!e.enable_prefix_caching) return MambaCacheMode::kNone;
+  if (e.mamba_cache_mode != "all") return MambaCacheMode::kAlign;
+  static const char* const kSupportsAll[] = {"mamba",      "mamba2",           "jamba", "falcon_h1",
+                                             "nemotron_h", "granitemoehybrid", "zamba2"};
+  for (const char* t : kSupportsAll)
+    if (model.model_type == t) return MambaCacheMode::kAll;
+  return MambaCacheMode::kAlign;
+}
+
+// _align_hybrid_block_size in "all" mode: B = lcm(chunk, a) * cdiv(cdiv(P_state, p_attn), lcm(chunk, a)),
+// chunk = the model's mamba_chunk_size (Mamba1: 2048).
+int all_mode_block_size(const ModelSpec& model, int block, DType kv, const StateDtypes& dt, int tp) {
+  const LayerSpec* attn = nullptr;
+  const LayerSpec* state = nullptr;
+  bool mla = false;
+  for (const auto& l : model.layers) {
+    if (is_attention(l.kind) && !attn && l.reads_cache_of < 0) attn = &l;
+    if (is_state(l.kind) && !state) state = &l;
+    mla |= l.kind == LayerKind::kMla || l.kind == LayerKind::kSparseMla;
+  }
+  if (attn == nullptr || state == nullptr) return block;
+  const int64_t a = std::max<int64_t>({16, block, mla ? 128 : 0});
+  const int64_t chunk = model.mamba_chunk_size > 0 ? model.mamba_chunk_size : 2048;
+  const int64_t l = std::lcm(chunk, a);
+  const auto p_attn = static_cast<int64_t>(std::ceil(attention_bytes_per_token(*attn, kv, tp)));
+  const int64_t tokens = (state_bytes(*state, dt, tp) + p_attn - 1) / p_attn;
+  return static_cast<int>(std::max<int64_t>(block, l * ((tokens + l - 1) / l)));
+}
+
+}  // namespace
 
 EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
@@ -37,7 +81,19 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   } catch (const InputError& err) {
     throw InputError(s.path + ": engine.tensor_parallel_size: " + err.what());
   }
-  const int block = engine_block_size(model, kind, e.block_size, kv, sdt, par.tp);
+  int block = engine_block_size(model, kind, e.block_size, kv, sdt, par.tp);
+  const bool hybrid_state = has_layer(model, is_state);
+  const MambaCacheMode mode = resolve_mamba_cache_mode(s, model);
+  if (hybrid_state && mode == MambaCacheMode::kAll && kind == EngineKind::kVllm)
+    block = all_mode_block_size(model, std::max(e.block_size, 0), kv, sdt, par.tp);
+  if (e.prefix_match_unit != 0 && e.prefix_match_unit != block)
+    throw InputError(s.path + ": engine.prefix_match_unit: a unit below the block size (" + std::to_string(block) +
+                     ") is not modelled yet (got " + std::to_string(e.prefix_match_unit) + "); use 0 or " +
+                     std::to_string(block));
+  if (e.prefix_cache_retention_interval && *e.prefix_cache_retention_interval > 0 &&
+      *e.prefix_cache_retention_interval % block != 0)
+    throw InputError(s.path + ": engine.prefix_cache_retention_interval: must be a multiple of the block size " +
+                     std::to_string(block) + " (got " + std::to_string(*e.prefix_cache_retention_interval) + ")");
 
   EngineConfig c;
   int64_t available = 0;
@@ -81,6 +137,11 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   c.policy = e.policy;
   c.watermark = e.watermark;
   c.scheduler_reserve_full_isl = e.scheduler_reserve_full_isl;
+  c.mamba_cache_mode = mode;
+  c.prefix_cache_retention_interval = e.prefix_cache_retention_interval.value_or(kRetentionDense);
+  c.shared_prefix_checkpoint = e.shared_prefix_checkpoint;
+  c.prefix_match_unit = e.prefix_match_unit;
+  c.kv_connector_partial_hybrid_hits = e.kv_connector_partial_hybrid_hits;
   return c;
 }
 

@@ -9,6 +9,19 @@
 
 namespace kvsim {
 
+// vLLM CacheConfig.mamba_cache_mode (vllm/config/cache.py), resolved: the scenario layer turns "auto"
+// into align (prefix caching on) or none (off), and "all" into align for models without
+// SupportsMambaPrefixCaching.
+//  - none: one state block per request (mamba_block_size = max_model_len), nothing hashed;
+//  - align: the state is saved only where a scheduler step ends exactly on a block boundary;
+//  - all: a state at every block boundary (simplified: each boundary crossed writes one state block,
+//    every one hashed, no retention filter; the block size follows the "all" rule).
+enum class MambaCacheMode : uint8_t { kNone, kAlign, kAll };
+const char* mamba_cache_mode_name(MambaCacheMode m);
+
+// CacheConfig.prefix_cache_retention_interval: which saved states keep their hash.
+inline constexpr int64_t kRetentionDense = -1;  // vLLM None: every saved state
+
 struct EngineConfig {
   KvCacheLayout layout;               // groups, block size and pool size (num_blocks includes the null block)
   int max_num_batched_tokens = 8192;  // token budget of one step (vLLM serve default on H100/H200)
@@ -21,6 +34,21 @@ struct EngineConfig {
   double watermark = 0;                      // fraction of num_blocks kept free when admitting (PR #44594)
   bool scheduler_reserve_full_isl = true;    // admission needs blocks for the whole prompt (PR #37307)
   int instance = 0;                          // copied into every record
+
+  // Hybrid models (layouts with state groups) only; ignored otherwise.
+  MambaCacheMode mamba_cache_mode = MambaCacheMode::kAlign;
+  // kRetentionDense: every saved state keeps its hash (vLLM before PR #52216); 0: only the replay
+  // boundary floor((L-1)/B)*B and the shared-prefix junction; N > 0: also the first saved state of each
+  // N-token segment [kN, (k+1)N).
+  int64_t prefix_cache_retention_interval = 0;
+  // vLLM PR #37898 (Marconi junction): when attention matches more than the state, stop a prefill
+  // chunk at the block-floored attention match and keep that state.
+  bool shared_prefix_checkpoint = true;
+  // vLLM prefix_match_unit: hash granularity in tokens (0 = block size). Must divide the block size.
+  int prefix_match_unit = 0;
+  // A KV connector that accepts partial hybrid hits: attention blocks are reused up to the attention
+  // match, the state is recomputed from the last saved state at or below it.
+  bool kv_connector_partial_hybrid_hits = false;
 };
 
 }  // namespace kvsim

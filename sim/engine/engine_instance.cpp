@@ -96,11 +96,23 @@ void EngineInstance::on_schedule() {
 
 BatchShape EngineInstance::batch_shape() const {
   BatchShape b;
+  const KvCacheCoordinator& kv = scheduler_.kv();
+  const bool state = kv.has_state();
+  const bool checkpoints = state && config_.enable_prefix_caching && config_.mamba_cache_mode != MambaCacheMode::kNone;
+  const int64_t bs = kv.block_size();
   for (const ScheduledRequest& s : out_.scheduled) {
     const EngineRequest& r = scheduler_.request(s.slot);
     const int64_t c = s.num_computed_before;
     const int64_t n = s.num_tokens;
     b.num_tokens += n;
+    if (state) {
+      ++b.state_requests;
+      // vLLM preprocess_mamba: a step that crosses into a new block column first copies the state
+      // forward (from the hit block too); "all" writes a state per boundary crossed.
+      const int64_t crossed = (c + n + bs - 1) / bs - (c + bs - 1) / bs;
+      if (checkpoints && c > 0 && crossed > 0)
+        b.state_copy_bytes += kv.state_bytes() * (config_.mamba_cache_mode == MambaCacheMode::kAll ? crossed : 1);
+    }
     const bool decode = n == 1 && c >= r.prompt_tokens;
     if (decode) {
       ++b.num_decode_requests;

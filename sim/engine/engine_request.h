@@ -21,7 +21,10 @@ struct EngineRequest {
   int64_t num_computed = 0;  // vLLM num_computed_tokens
   int64_t generated = 0;
   int64_t num_cached_tokens = -1;  // set at the first admission (vLLM num_cached_tokens)
-  uint64_t arrival_seq = 0;        // submission order (tie-break for the priority policy)
+  // vLLM request.shared_prefix_boundary: the attention match when the state group could not back it
+  // (set at every admission lookup; 0: none). The align split stops at its block floor (PR #37898).
+  int64_t shared_prefix_boundary = 0;
+  uint64_t arrival_seq = 0;  // submission order (tie-break for the priority policy)
   RequestStatus status = RequestStatus::kFree;
   bool first_token_emitted = false;
   RequestRecord record;

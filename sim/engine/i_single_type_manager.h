@@ -1,7 +1,7 @@
 #pragma once
 // ISingleTypeManager: the block tables of one KV cache group for every request, and the rules of its
 // layer kind (vllm/v1/core/single_type_kv_cache_manager.py). Implementations: FullAttentionManager,
-// SlidingWindowManager; a state (Mamba/GDN) manager plugs in here for hybrids.
+// SlidingWindowManager, MambaManager (state groups of hybrids).
 //
 // Requests are addressed by a dense slot number owned by the scheduler. All blocks come from the
 // coordinator's shared BlockPool. None of these calls fails: the coordinator checks the free-block

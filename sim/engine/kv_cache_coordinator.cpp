@@ -4,6 +4,7 @@
 
 #include "sim/core/check.h"
 #include "sim/engine/full_attention_manager.h"
+#include "sim/engine/mamba_manager.h"
 #include "sim/engine/sliding_window_manager.h"
 
 namespace kvsim {
@@ -14,8 +15,24 @@ KvCacheCoordinator::KvCacheCoordinator(const KvCacheLayout& layout, bool enable_
       enable_caching_(enable_caching),
       max_model_len_(max_model_len),
       pool_(layout.num_blocks, enable_caching) {
+  init(layout, max_in_flight_tokens, nullptr);
+}
+
+KvCacheCoordinator::KvCacheCoordinator(const EngineConfig& config, int64_t max_in_flight_tokens)
+    : block_size_(config.layout.block_size),
+      enable_caching_(config.enable_prefix_caching),
+      partial_hybrid_hits_(config.kv_connector_partial_hybrid_hits),
+      max_model_len_(config.max_model_len),
+      pool_(config.layout.num_blocks, config.enable_prefix_caching) {
+  init(config.layout, max_in_flight_tokens, &config);
+}
+
+void KvCacheCoordinator::init(const KvCacheLayout& layout, int64_t max_in_flight_tokens, const EngineConfig* config) {
   KVSIM_CHECK(layout.block_size > 0, "block size must be positive");
   KVSIM_CHECK(!layout.groups.empty(), "layout has no KV cache group");
+  const EngineConfig defaults;
+  const EngineConfig& c = config != nullptr ? *config : defaults;
+  const MambaCacheMode mode = enable_caching_ ? c.mamba_cache_mode : MambaCacheMode::kNone;
   bool found_full = false;
   for (size_t g = 0; g < layout.groups.size(); ++g) {
     const KvCacheGroup& grp = layout.groups[g];
@@ -28,14 +45,18 @@ KvCacheCoordinator::KvCacheCoordinator(const KvCacheLayout& layout, bool enable_
         break;
       case KvGroupKind::kSlidingWindow:
         managers_.push_back(std::make_unique<SlidingWindowManager>(pool_, id, block_size_, grp.window,
-                                                                   max_in_flight_tokens, max_model_len));
+                                                                   max_in_flight_tokens, max_model_len_));
         break;
-      case KvGroupKind::kState:
-        // Hybrid state groups (Mamba/GDN) are the next issue: a StateManager implementing
-        // ISingleTypeManager plugs in here.
-        KVSIM_CHECK(false, "state KV cache groups are not supported by the engine yet");
+      case KvGroupKind::kState: {
+        auto m = std::make_unique<MambaManager>(pool_, id, block_size_, mode, c.prefix_cache_retention_interval);
+        state_managers_.push_back(m.get());
+        managers_.push_back(std::move(m));
+        state_bytes_ += grp.page_bytes_per_layer * grp.num_layers;
+        break;
+      }
     }
   }
+  has_full_attention_ = found_full;
   for (int g = 0; g < num_groups(); ++g)
     if (managers_[static_cast<size_t>(g)]->kind() == KvGroupKind::kFullAttention) lookup_order_.push_back(g);
   for (int g = 0; g < num_groups(); ++g)
@@ -65,9 +86,17 @@ void KvCacheCoordinator::find_longest_cache_hit(std::span<const uint64_t> hashes
     }
     if (length == before || length == 0) break;
   }
+  out.attention_tokens = has_full_attention_ ? out.first_pass_tokens : 0;
   for (auto& blocks : out.blocks)
     blocks.resize(static_cast<size_t>(std::min<int64_t>(std::ssize(blocks), length / block_size_)));
   out.num_tokens = length;
+  if (partial_hybrid_hits_ && has_state() && out.attention_tokens > length) {
+    // The connector keeps the attention match; computation resumes at the last saved state.
+    for (size_t g = 0; g < managers_.size(); ++g) {
+      if (managers_[g]->kind() == KvGroupKind::kFullAttention)
+        managers_[g]->find_longest_cache_hit(hashes, out.attention_tokens, out.blocks[g]);
+    }
+  }
 }
 
 bool KvCacheCoordinator::allocate_slots(int slot, int64_t num_computed, int64_t num_new_tokens, const CacheHit* hit,
@@ -104,14 +133,25 @@ bool KvCacheCoordinator::allocate_slots(int slot, int64_t num_computed, int64_t 
   return true;
 }
 
-int64_t KvCacheCoordinator::cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens) {
+int64_t KvCacheCoordinator::cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens,
+                                         std::vector<int64_t>* saved_states) {
   if (!enable_caching_) return num_tokens / block_size_;
   int64_t first_new = 0;
   for (auto& m : managers_) {
-    const int64_t f = m->cache_blocks(slot, hashes, num_tokens);
+    const bool first_state = !state_managers_.empty() && m.get() == state_managers_.front();
+    const int64_t f = first_state ? state_managers_.front()->cache_state_blocks(slot, hashes, num_tokens, saved_states)
+                                  : m->cache_blocks(slot, hashes, num_tokens);
     if (m->group_id() == history_group_) first_new = f;
   }
   return first_new;
+}
+
+void KvCacheCoordinator::set_state_boundaries(int slot, int64_t replay_boundary, int64_t junction) {
+  for (MambaManager* m : state_managers_) m->set_boundaries(slot, replay_boundary, junction);
+}
+
+void KvCacheCoordinator::new_step() {
+  for (MambaManager* m : state_managers_) m->new_step();
 }
 
 void KvCacheCoordinator::free(int slot) {

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "sim/engine/block_pool.h"
+#include "sim/engine/engine_config.h"
 #include "sim/engine/i_single_type_manager.h"
+#include "sim/engine/mamba_manager.h"
 #include "sim/model/kv_layout.h"
 
 namespace kvsim {
@@ -17,10 +19,15 @@ struct CacheHit {
   std::vector<std::vector<BlockId>> blocks;  // per group
   int64_t num_tokens = 0;
   int64_t first_pass_tokens = 0;  // the first group's own match before groups were reconciled
+  // Hybrids: the full-attention match (0 without attention); attention_tokens - num_tokens is vLLM's
+  // num_uncached_common_prefix_tokens. With partial hybrid hits the attention blocks cover
+  // attention_tokens while num_tokens (where computation resumes) is the last saved state.
+  int64_t attention_tokens = 0;
   void clear() {
     for (auto& b : blocks) b.clear();
     num_tokens = 0;
     first_pass_tokens = 0;
+    attention_tokens = 0;
   }
 };
 
@@ -29,12 +36,18 @@ class KvCacheCoordinator {
   // `max_in_flight_tokens` bounds one request's tokens per step (sliding-window admission cap).
   KvCacheCoordinator(const KvCacheLayout& layout, bool enable_caching, int64_t max_in_flight_tokens,
                      int64_t max_model_len);
+  // Hybrids: state groups follow `config` (mamba_cache_mode, retention, partial hybrid hits).
+  KvCacheCoordinator(const EngineConfig& config, int64_t max_in_flight_tokens);
 
   int block_size() const { return block_size_; }
   int num_groups() const { return static_cast<int>(managers_.size()); }
   const ISingleTypeManager& manager(int g) const { return *managers_[static_cast<size_t>(g)]; }
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
+  bool has_state() const { return !state_managers_.empty(); }
+  bool has_attention() const { return has_full_attention_; }
+  // Bytes of one request's state in every state group (the pages copied at a checkpoint).
+  int64_t state_bytes() const { return state_bytes_; }
   // The group whose registrations describe the prefix history (first full-attention group, else 0).
   int history_group() const { return history_group_; }
 
@@ -52,14 +65,26 @@ class KvCacheCoordinator {
                       int64_t full_sequence_tokens, int64_t reserve);
   // Registers the hashes of full blocks up to `num_tokens` in every group. Returns the first block
   // index newly registered in the history group (blocks [returned, num_tokens / B) are new there).
-  int64_t cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens);
+  // Appends the positions of states registered with a hash (first state group) to `saved_states`.
+  int64_t cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens,
+                       std::vector<int64_t>* saved_states = nullptr);
+  // State groups: which saved states survive retention 0 for this request (MambaManager).
+  void set_state_boundaries(int slot, int64_t replay_boundary, int64_t junction);
+  // Called at the start of every scheduler step (same-step state reuse hazard).
+  void new_step();
   // Frees every group's blocks, tail first.
   void free(int slot);
   int64_t num_held_blocks(int slot) const;
 
  private:
+  void init(const KvCacheLayout& layout, int64_t max_in_flight_tokens, const EngineConfig* config);
+
   int block_size_;
   bool enable_caching_;
+  bool partial_hybrid_hits_ = false;
+  bool has_full_attention_ = false;
+  int64_t state_bytes_ = 0;
+  std::vector<MambaManager*> state_managers_;  // non-owning, into managers_
   int64_t max_model_len_;
   int history_group_ = 0;
   BlockPool pool_;

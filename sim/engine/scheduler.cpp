@@ -12,10 +12,12 @@ uint64_t text_only_key(uint64_t h) { return avalanche64(h ^ 0x746578742d6f6e6cUL
 }  // namespace
 
 Scheduler::Scheduler(const EngineConfig& config)
-    : config_(config),
-      priority_(config.policy == "priority"),
-      kv_(config.layout, config.enable_prefix_caching, config.max_num_batched_tokens, config.max_model_len) {
+    : config_(config), priority_(config.policy == "priority"), kv_(config, config.max_num_batched_tokens) {
   KVSIM_CHECK(config.policy == "fcfs" || config.policy == "priority", "unknown policy " << config.policy);
+  align_ = kv_.has_state() && config.enable_prefix_caching && config.mamba_cache_mode == MambaCacheMode::kAlign;
+  KVSIM_CHECK(config.prefix_match_unit == 0 || config.prefix_match_unit == config.layout.block_size,
+              "prefix_match_unit below the block size is not modelled (got " << config.prefix_match_unit << ", block "
+                                                                             << config.layout.block_size << ")");
   KVSIM_CHECK(config.max_num_batched_tokens > 0 && config.max_num_seqs > 0, "empty step budget");
 }
 
@@ -94,9 +96,12 @@ void Scheduler::preempt(int slot) {
 void Scheduler::register_blocks(int slot, int64_t num_tokens) {
   if (!config_.enable_prefix_caching) return;
   EngineRequest& r = request(slot);
-  const int64_t first = kv_.cache_blocks(slot, r.hasher.hashes(), num_tokens);
+  const size_t saved_before = r.record.saved_state_positions.size();
+  const int64_t first = kv_.cache_blocks(slot, r.hasher.hashes(), num_tokens, &r.record.saved_state_positions);
   const int64_t full = std::min<int64_t>(num_tokens / kv_.block_size(), std::ssize(r.hasher.hashes()));
   const int64_t b = kv_.block_size();
+  for (size_t i = saved_before; i < r.record.saved_state_positions.size(); ++i)
+    state_seen_.insert(r.hasher.hashes()[static_cast<size_t>(r.record.saved_state_positions[i] / b - 1)]);
   for (int64_t k = first; k < full; ++k) {
     const auto ku = static_cast<size_t>(k);
     seen_.insert(r.hasher.hashes()[ku]);
@@ -109,7 +114,53 @@ void Scheduler::register_blocks(int slot, int64_t num_tokens) {
   }
 }
 
-void Scheduler::attribute_miss(EngineRequest& r, int64_t cached) {
+int64_t Scheduler::align_split(const EngineRequest& r, int64_t start, int64_t n) const {
+  const int64_t b = kv_.block_size();
+  const int64_t prefill_end = std::max(r.prompt_tokens, r.num_tokens - 1);
+  if (start >= prefill_end) return n;  // decode: untouched
+  const int64_t last_cache_position = r.num_tokens - r.num_tokens % b;
+  int64_t end = start + n;
+  if (end < prefill_end) {
+    // Not the final chunk: floor its end to a block boundary.
+    int64_t max_prefill = config_.max_num_batched_tokens;
+    if (config_.long_prefill_token_threshold > 0)
+      max_prefill = std::min(max_prefill, config_.long_prefill_token_threshold);
+    const int64_t aligned_end = end / b * b;
+    if (aligned_end > start || b <= max_prefill) end = aligned_end;
+  }
+  const int64_t spb = r.shared_prefix_boundary;
+  const int64_t stops[3] = {start % b != 0 ? (start / b + 1) * b : 0,  // re-align a mid-block start
+                            last_cache_position,                       // the prompt's last full boundary
+                            start < spb && spb < end ? start + (spb - start) / b * b : 0};  // junction
+  for (int64_t s : stops)
+    if (start < s && s < end) end = s;
+  return std::max<int64_t>(end - start, 0);
+}
+
+void Scheduler::attribute_miss(EngineRequest& r, int64_t cached, int64_t attention) {
+  if (kv_.has_state()) {
+    // Hybrid: the attention side could back `avail` tokens (its match; state-only models: the prefix
+    // registered before); everything between the reused state and it is lost for want of a state.
+    const int64_t b = kv_.block_size();
+    const auto& hashes = r.hasher.hashes();
+    int64_t avail = attention;
+    if (!kv_.has_attention()) {
+      int64_t s = cached / b;
+      while (s < std::ssize(hashes) && seen_.contains(hashes[static_cast<size_t>(s)])) ++s;
+      avail = std::min(s * b, r.num_tokens - 1) / b * b;
+    }
+    if (avail > cached) {
+      r.record.lost_tokens = avail - cached;
+      r.record.cause = MissCause::kNoSavedState;
+      for (int64_t k = avail / b; k > cached / b; --k) {
+        if (state_seen_.contains(hashes[static_cast<size_t>(k - 1)])) {
+          r.record.cause = MissCause::kStateEvicted;
+          break;
+        }
+      }
+      return;
+    }
+  }
   // Reusable = the prefix seen before (whole blocks registered at some time, then a run-boundary
   // prefix of the next block, or the same text under another image), capped at L - 1 as vLLM's hits.
   const int64_t b = kv_.block_size();
@@ -149,6 +200,7 @@ void Scheduler::attribute_miss(EngineRequest& r, int64_t cached) {
 
 void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
   out.clear();
+  kv_.new_step();
   int64_t budget = config_.max_num_batched_tokens;
   const int64_t thr = config_.long_prefill_token_threshold;
 
@@ -161,6 +213,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
     if (thr > 0) n = std::min(n, thr);
     n = std::min(n, budget);
     n = std::min(n, config_.max_model_len - 1 - r.num_computed);
+    if (align_ && n > 0) n = align_split(r, r.num_computed, n);
     if (n <= 0) {
       ++i;
       continue;
@@ -218,10 +271,21 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       r.record.prefix_queries_blocks += r.num_tokens / kv_.block_size();
       r.record.prefix_hits_blocks += hit_.num_tokens / kv_.block_size();
     }
+    if (kv_.has_state() && config_.enable_prefix_caching) {
+      // vLLM get_computed_blocks: shared_prefix_boundary = hit + num_uncached_common_prefix_tokens.
+      const int64_t uncached = hit_.attention_tokens - hit_.num_tokens;
+      r.shared_prefix_boundary = config_.shared_prefix_checkpoint && uncached > 0 ? hit_.attention_tokens : 0;
+      const int64_t b = kv_.block_size();
+      kv_.set_state_boundaries(slot, (r.prompt_tokens - 1) / b * b, r.shared_prefix_boundary / b * b);
+    }
     int64_t n = r.num_tokens - hit_.num_tokens;
     if (thr > 0) n = std::min(n, thr);
     if (!config_.enable_chunked_prefill && n > budget) break;
     n = std::min(n, budget);
+    if (align_) {
+      n = align_split(r, hit_.num_tokens, n);
+      if (n == 0) break;  // less than a block of budget left: admission ends this step
+    }
     KVSIM_CHECK(n > 0, "nothing to schedule for a waiting request");
     const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
     const int64_t full = config_.scheduler_reserve_full_isl ? r.num_tokens : 0;
@@ -232,9 +296,12 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
     if (r.num_cached_tokens < 0) {
       r.num_cached_tokens = hit_.num_tokens;
       r.record.first_scheduled = now;
-      r.record.matched_tokens = hit_.first_pass_tokens;
+      // Hybrids: the attention match (state-only models have none: the reused state).
+      r.record.matched_tokens = !kv_.has_state()      ? hit_.first_pass_tokens
+                                : kv_.has_attention() ? std::max(hit_.attention_tokens, hit_.num_tokens)
+                                                      : hit_.num_tokens;
       r.record.cached_tokens = hit_.num_tokens;
-      if (config_.enable_prefix_caching) attribute_miss(r, hit_.num_tokens);
+      if (config_.enable_prefix_caching) attribute_miss(r, hit_.num_tokens, hit_.attention_tokens);
     }
     r.num_computed = hit_.num_tokens;
     out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed});

@@ -9,6 +9,9 @@
 //    prefix lookup when num_computed == 0; admission needs the whole sequence to fit
 //    (scheduler_reserve_full_isl); a failed allocation ends admission (`break`).
 //  - Hashes are registered at schedule time (cache_blocks up to min(computed + new, num_tokens)).
+//  - Hybrids in mamba_cache_mode "align": every prefill chunk goes through align_split()
+//    (vLLM _mamba_block_aligned_split); a chunk cut to 0 tokens skips a running request (`continue`)
+//    and ends admission for a waiting one (`break`).
 // Miss attribution (MissCause) happens at a request's first admission; see attribute_miss().
 #include <cstdint>
 #include <deque>
@@ -77,12 +80,17 @@ class Scheduler {
   void preempt(int slot);
   void admit_lookup(EngineRequest& r);
   void register_blocks(int slot, int64_t num_tokens);
-  void attribute_miss(EngineRequest& r, int64_t cached_tokens);
+  void attribute_miss(EngineRequest& r, int64_t cached_tokens, int64_t attention_tokens);
+  // vLLM Scheduler._mamba_block_aligned_split: tokens to schedule for `r` starting at `start` when
+  // `n` would fit, so that states land on block boundaries.
+  int64_t align_split(const EngineRequest& r, int64_t start, int64_t n) const;
 
   EngineConfig config_;
   bool priority_;
   KvCacheCoordinator kv_;
+  bool align_ = false;  // hybrid with mamba_cache_mode align and prefix caching
   SeenFilter seen_;
+  SeenFilter state_seen_;  // block hashes at which a state was ever registered (kStateEvicted)
   std::vector<EngineRequest> requests_;
   std::vector<int> free_slots_;
   std::vector<int> running_;

@@ -155,12 +155,31 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
 EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
   EngineSettings e;
   if (!n) return e;
-  r.only_keys(
-      n, "engine",
-      {"kind", "block_size", "max_num_batched_tokens", "max_num_seqs", "enable_prefix_caching",
-       "enable_chunked_prefill", "gpu_memory_utilization", "num_gpu_blocks", "activation_reserve", "kv_cache_dtype",
-       "mamba_ssm_cache_dtype", "weight_dtype", "max_model_len", "long_prefill_token_threshold", "policy", "watermark",
-       "scheduler_reserve_full_isl", "tensor_parallel_size", "latency_model"});
+  r.only_keys(n, "engine",
+              {"kind",
+               "block_size",
+               "max_num_batched_tokens",
+               "max_num_seqs",
+               "enable_prefix_caching",
+               "enable_chunked_prefill",
+               "gpu_memory_utilization",
+               "num_gpu_blocks",
+               "activation_reserve",
+               "kv_cache_dtype",
+               "mamba_ssm_cache_dtype",
+               "weight_dtype",
+               "max_model_len",
+               "long_prefill_token_threshold",
+               "policy",
+               "watermark",
+               "scheduler_reserve_full_isl",
+               "tensor_parallel_size",
+               "latency_model",
+               "mamba_cache_mode",
+               "prefix_cache_retention_interval",
+               "shared_prefix_checkpoint",
+               "prefix_match_unit",
+               "kv_connector_partial_hybrid_hits"});
   auto k = [](const char* key) { return std::string("engine.") + key; };
   if (n["kind"]) e.kind = r.str(n["kind"], k("kind"));
   if (n["block_size"]) {
@@ -199,6 +218,26 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
   if (n["tensor_parallel_size"])
     e.tensor_parallel_size = static_cast<int>(r.integer(n["tensor_parallel_size"], k("tensor_parallel_size"), 1));
   if (n["latency_model"]) e.latency_model = r.str(n["latency_model"], k("latency_model"));
+  if (n["mamba_cache_mode"]) {
+    e.mamba_cache_mode = r.str(n["mamba_cache_mode"], k("mamba_cache_mode"));
+    if (e.mamba_cache_mode != "auto" && e.mamba_cache_mode != "none" && e.mamba_cache_mode != "align" &&
+        e.mamba_cache_mode != "all")
+      r.fail(k("mamba_cache_mode"), "must be auto, none, align or all (got '" + e.mamba_cache_mode + "')");
+  }
+  if (n["prefix_cache_retention_interval"]) {
+    const YAML::Node v = n["prefix_cache_retention_interval"];
+    if (v.IsScalar() && (v.Scalar() == "dense" || v.Scalar() == "null" || v.Scalar() == "~"))
+      e.prefix_cache_retention_interval.reset();
+    else
+      e.prefix_cache_retention_interval = r.integer(v, k("prefix_cache_retention_interval"), 0);
+  }
+  if (n["shared_prefix_checkpoint"])
+    e.shared_prefix_checkpoint = r.boolean(n["shared_prefix_checkpoint"], k("shared_prefix_checkpoint"));
+  if (n["prefix_match_unit"])
+    e.prefix_match_unit = static_cast<int>(r.integer(n["prefix_match_unit"], k("prefix_match_unit"), 0));
+  if (n["kv_connector_partial_hybrid_hits"])
+    e.kv_connector_partial_hybrid_hits =
+        r.boolean(n["kv_connector_partial_hybrid_hits"], k("kv_connector_partial_hybrid_hits"));
   return e;
 }
 

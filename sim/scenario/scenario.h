@@ -32,6 +32,13 @@ struct EngineSettings {
   bool scheduler_reserve_full_isl = true;
   int tensor_parallel_size = 1;
   std::string latency_model = "roofline";
+  // Hybrid prefix caching (vllm-semantics.md section 2).
+  std::string mamba_cache_mode = "auto";  // auto | none | align | all
+  // "dense" (nullopt: every saved state keeps its hash) or N >= 0 tokens (0: reachable boundaries only).
+  std::optional<int64_t> prefix_cache_retention_interval = 0;
+  bool shared_prefix_checkpoint = true;  // vLLM PR #37898
+  int prefix_match_unit = 0;             // 0 = block size
+  bool kv_connector_partial_hybrid_hits = false;
 };
 
 struct OutputSettings {
