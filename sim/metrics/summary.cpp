@@ -169,6 +169,14 @@ std::string summary_to_text(const RunSummary& s) {
   os << "prefix cache " << fmt(100.0 * s.prefix_cache.token_hit_rate, 2) << "% tokens (" << s.prefix_cache.hit_tokens
      << "/" << s.prefix_cache.prompt_tokens << "), " << fmt(100.0 * s.prefix_cache.block_hit_rate, 2) << "% blocks, "
      << s.prefix_cache.hit_requests << " requests hit\n";
+  std::string lost;
+  for (int c = 0; c < kNumMissCauses; ++c) {
+    const int64_t n = s.prefix_cache.lost_tokens_by_cause[static_cast<size_t>(c)];
+    if (n > 0)
+      lost += (lost.empty() ? "" : ", ") + std::string(miss_cause_name(static_cast<MissCause>(c))) + " " +
+              std::to_string(n);
+  }
+  if (!lost.empty()) os << "lost reuse   " << lost << " tokens\n";
   os << "concurrency  peak " << s.concurrency.peak << ", mean " << fmt(s.concurrency.mean, 2) << "\n";
   os << "kv blocks    peak " << s.kv_blocks.peak_used << " of " << s.kv_blocks.total << "; preemptions "
      << s.preemptions << "\n";
