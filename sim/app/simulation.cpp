@@ -67,7 +67,7 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   const GpuSpec& gpu = hw.gpu(s.gpu);
   const EngineSettings& e = s.engine;
   const EngineKind kind = parse_engine(e.kind, s.path + ": engine.kind");
-  const DType kv = parse_dtype(e.kv_cache_dtype, s.path + ": engine.kv_cache_dtype");
+  const DType kv = resolve_kv_dtype(model, e.kv_cache_dtype, s.path + ": engine.kv_cache_dtype");
   const DType wd = parse_dtype(e.weight_dtype, s.path + ": engine.weight_dtype");
   StateDtypes sdt;
   try {
@@ -160,7 +160,7 @@ SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, d
   const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
   const GpuSpec& gpu = hw.gpu(s.gpu);
   const DType weight_dtype = parse_dtype(s.engine.weight_dtype, "engine.weight_dtype");
-  const DType kv_dtype = parse_dtype(s.engine.kv_cache_dtype, "engine.kv_cache_dtype");
+  const DType kv_dtype = resolve_kv_dtype(res.model, s.engine.kv_cache_dtype, s.path + ": engine.kv_cache_dtype");
   std::unique_ptr<ILatencyModel> latency;
   if (s.engine.latency_model == "roofline") {
     latency =

@@ -24,9 +24,9 @@ po::options_description size_options() {
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
-    ("kv-dtype", po::value<std::string>()->default_value("bf16"),
-     "KV cache dtype: bf16|fp16|fp8|fp8_ds_mla|fp4 (fp8 is per-tensor scaled; sparse MLA with fp8 uses "
-     "vLLM's fp8_ds_mla row)")
+    ("kv-dtype", po::value<std::string>()->default_value("auto"),
+     "KV cache dtype: auto|bf16|fp16|fp8|fp8_ds_mla|fp4 (auto: BF16, except DeepSeek-V3.2's fp8_ds_mla as in "
+     "vLLM; fp8 is per-tensor scaled; sparse MLA with fp8 uses vLLM's fp8_ds_mla row)")
     ("state-dtype", po::value<std::string>()->default_value("auto"),
      "recurrent state dtype: auto (vLLM's per-model rule) | bf16 | fp16 | fp32 | mixed (conv bf16, ssm fp32)")
     ("weight-dtype", po::value<std::string>(), "weight dtype for weight bytes (default bf16): bf16|fp16|fp8|fp4|fp32")
@@ -80,12 +80,12 @@ void parse_image_size(const std::string& s, int* w, int* h) {
 void print_recompute_section(const SizeReport& r, const SizeOptions& opt, const std::string& hw_dir,
                              const std::vector<TierSpec>& tiers, int64_t chunk, std::ostream& out) {
   const std::string dir = latency_tables_dir(hw_dir);
-  const CalibratedLatencyModel model(r.spec, *opt.gpu, opt.par.tp, r.weight_dtype, opt.kv_dtype,
+  const CalibratedLatencyModel model(r.spec, *opt.gpu, opt.par.tp, r.weight_dtype, r.kv_dtype,
                                      load_latency_tables(dir, opt.gpu->name),
                                      engine_overhead(dir, engine_name(opt.engine)));
   int64_t max_context = r.spec.max_position_embeddings > 0 ? r.spec.max_position_embeddings : 131072;
   for (int64_t c : opt.contexts) max_context = std::max(max_context, c);
-  const RecomputeReport rep = build_recompute_report(r.spec, model, opt.kv_dtype, r.state_dtypes, opt.par, tiers,
+  const RecomputeReport rep = build_recompute_report(r.spec, model, r.kv_dtype, r.state_dtypes, opt.par, tiers,
                                                      opt.contexts, max_context, chunk);
   print_recompute_report(rep, r.spec.name, opt.gpu->name, model.name(), out);
 }
@@ -110,7 +110,8 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   if (!vm.count("config")) throw InputError("size: no model config given (try: kvsim size models/qwen3-8b.json)");
 
   SizeOptions opt;
-  opt.kv_dtype = parse_dtype(vm["kv-dtype"].as<std::string>(), "--kv-dtype");
+  opt.kv_dtype = vm["kv-dtype"].as<std::string>();
+  if (opt.kv_dtype != "auto") parse_dtype(opt.kv_dtype, "--kv-dtype");  // reject a bad name before any file is read
   opt.state_dtype = vm["state-dtype"].as<std::string>();
   if (vm.count("weight-dtype")) opt.weight_dtype = parse_dtype(vm["weight-dtype"].as<std::string>(), "--weight-dtype");
   opt.contexts =

@@ -14,24 +14,25 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
   check_parallel(spec, opt.par);
   SizeReport r;
   r.spec = spec;
+  r.kv_dtype = resolve_kv_dtype(spec, opt.kv_dtype, "--kv-dtype");
   r.state_dtypes = resolve_state_dtypes(spec, opt.state_dtype);
   r.weight_dtype = opt.weight_dtype.value_or(DType::kBf16);
-  r.kv_bytes_per_token = kv_bytes_per_token(spec, opt.kv_dtype);
+  r.kv_bytes_per_token = kv_bytes_per_token(spec, r.kv_dtype);
   r.kv_bytes_per_token_bf16 = kv_bytes_per_token(spec, DType::kBf16);
   r.kv_bytes_per_token_fp8 = kv_bytes_per_token(spec, DType::kFp8);
-  r.window_bytes_max = window_bytes_max(spec, opt.kv_dtype);
+  r.window_bytes_max = window_bytes_max(spec, r.kv_dtype);
   r.state_bytes_per_request = state_bytes_per_request(spec, r.state_dtypes);
   r.state_bytes_bf16 = state_bytes_per_request(spec, {DType::kBf16, DType::kBf16});
   r.state_token_equivalent =
       r.kv_bytes_per_token > 0 ? static_cast<double>(r.state_bytes_per_request) / r.kv_bytes_per_token : 0.0;
   r.weight_bytes = weight_bytes(spec, r.weight_dtype);
   const int tp = opt.par.tp;
-  r.kv_bytes_per_token_per_gpu = kv_bytes_per_token(spec, opt.kv_dtype, tp);
-  r.window_bytes_max_per_gpu = window_bytes_max(spec, opt.kv_dtype, tp);
+  r.kv_bytes_per_token_per_gpu = kv_bytes_per_token(spec, r.kv_dtype, tp);
+  r.window_bytes_max_per_gpu = window_bytes_max(spec, r.kv_dtype, tp);
   r.state_bytes_per_gpu = state_bytes_per_request(spec, r.state_dtypes, tp);
   // Weights are sharded across TP ranks (vocab-parallel embedding and head included).
   r.weight_bytes_per_gpu = (r.weight_bytes + tp - 1) / tp;
-  r.block_size = engine_block_size(spec, opt.engine, opt.block_size, opt.kv_dtype, r.state_dtypes, tp);
+  r.block_size = engine_block_size(spec, opt.engine, opt.block_size, r.kv_dtype, r.state_dtypes, tp);
 
   int64_t available = 0;
   if (opt.gpu) {
@@ -48,8 +49,8 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
     available = r.memory->kv_available;
   }
   Parallel one;
-  r.layout = build_kv_layout(spec, r.block_size, opt.kv_dtype, r.state_dtypes, opt.par, available);
-  const KvCacheLayout whole = build_kv_layout(spec, r.block_size, opt.kv_dtype, r.state_dtypes, one, 0);
+  r.layout = build_kv_layout(spec, r.block_size, r.kv_dtype, r.state_dtypes, opt.par, available);
+  const KvCacheLayout whole = build_kv_layout(spec, r.block_size, r.kv_dtype, r.state_dtypes, one, 0);
 
   if (opt.images > 0) {
     if (!spec.has_vision) throw InputError("--images: " + spec.name + " has no vision_config");
@@ -63,9 +64,9 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
     const int64_t ctx = ctx0 + r.image_tokens_total;
     ContextRow row;
     row.tokens = ctx;
-    row.bytes = request_bytes(spec, ctx, opt.kv_dtype, r.state_dtypes, one);
+    row.bytes = request_bytes(spec, ctx, r.kv_dtype, r.state_dtypes, one);
     row.bytes_padded = request_bytes_padded(whole, ctx);
-    row.bytes_per_gpu = request_bytes(spec, ctx, opt.kv_dtype, r.state_dtypes, opt.par);
+    row.bytes_per_gpu = request_bytes(spec, ctx, r.kv_dtype, r.state_dtypes, opt.par);
     row.bytes_padded_per_gpu = request_bytes_padded(r.layout, ctx, opt.par.dcp);
     if (opt.gpu) {
       const int64_t per = blocks_per_request(r.layout, ctx, opt.par.dcp);
@@ -76,7 +77,7 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
       // The whole request's cache crosses the link once: per-token bytes x context plus state.
       row.transfer_s = opt.link->latency.seconds() + row.bytes / opt.link->effective_bandwidth();
       // Each decode GPU receives its own shard: KV heads regrouped for decode TP, MLA rows whole.
-      row.bytes_per_decode_gpu = request_bytes(spec, ctx, opt.kv_dtype, r.state_dtypes, Parallel{decode_tp, 1});
+      row.bytes_per_decode_gpu = request_bytes(spec, ctx, r.kv_dtype, r.state_dtypes, Parallel{decode_tp, 1});
     }
     r.contexts.push_back(row);
   }
@@ -123,15 +124,16 @@ std::string pad(const std::string& s, size_t w, bool right = true) {
 }  // namespace
 
 void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions& opt, std::ostream& out) {
-  out << "KV cache dtype " << dtype_name(opt.kv_dtype) << ", state dtype " << opt.state_dtype << ", engine "
+  out << "KV cache dtype " << opt.kv_dtype << ", state dtype " << opt.state_dtype << ", engine "
       << engine_name(opt.engine) << ", tp " << opt.par.tp
       << (opt.par.dcp > 1 ? ", dcp " + std::to_string(opt.par.dcp) : "") << "\n\n";
-  out << pad("model", 20, false) << "  " << pad("layers", 38, false) << pad("KV B/token", 12) << pad("window cap", 12)
-      << pad("state/req", 12) << pad("= tokens", 10) << pad("params", 10) << pad("weights", 12) << pad("block", 7);
+  out << pad("model", 20, false) << "  " << pad("layers", 38, false) << pad("kv", 11) << pad("KV B/token", 12)
+      << pad("window cap", 12) << pad("state/req", 12) << pad("= tokens", 10) << pad("params", 10) << pad("weights", 12)
+      << pad("block", 7);
   for (int64_t c : opt.contexts) out << pad("@" + group_digits(c), 14);
   out << "\n";
   for (const auto& r : reports) {
-    out << pad(r.spec.name, 20, false) << "  " << pad(layers_text(r.spec), 38, false)
+    out << pad(r.spec.name, 20, false) << "  " << pad(layers_text(r.spec), 38, false) << pad(dtype_name(r.kv_dtype), 11)
         << pad(group_digits(r.kv_bytes_per_token), 12)
         << pad(r.window_bytes_max ? format_bytes(r.window_bytes_max) : "-", 12)
         << pad(r.state_bytes_per_request ? format_bytes(r.state_bytes_per_request) : "-", 12)
@@ -206,7 +208,7 @@ void print_size_json(const std::vector<SizeReport>& reports, const SizeOptions& 
       o << (first ? "" : ", ") << json_quote(layer_kind_name(k)) << ": " << r.spec.count(k);
       first = false;
     }
-    o << "}, \"kv_dtype\": " << json_quote(dtype_name(opt.kv_dtype))
+    o << "}, \"kv_dtype\": " << json_quote(dtype_name(r.kv_dtype))
       << ", \"kv_bytes_per_token\": " << r.kv_bytes_per_token
       << ", \"kv_bytes_per_token_bf16\": " << r.kv_bytes_per_token_bf16
       << ", \"kv_bytes_per_token_fp8\": " << r.kv_bytes_per_token_fp8
@@ -264,7 +266,7 @@ void print_size_csv(const std::vector<SizeReport>& reports, const SizeOptions& o
          "bytes_per_gpu,max_concurrent,transfer_s\n";
   for (const auto& r : reports) {
     for (const auto& c : r.contexts) {
-      out << r.spec.name << ",\"" << layers_text(r.spec) << "\"," << dtype_name(opt.kv_dtype) << ","
+      out << r.spec.name << ",\"" << layers_text(r.spec) << "\"," << dtype_name(r.kv_dtype) << ","
           << r.kv_bytes_per_token << "," << r.kv_bytes_per_token_bf16 << "," << r.kv_bytes_per_token_fp8 << ","
           << r.window_bytes_max << "," << r.state_bytes_per_request << "," << json_number(r.state_token_equivalent)
           << "," << r.spec.params << "," << r.weight_bytes << "," << r.block_size << "," << opt.par.tp << ","

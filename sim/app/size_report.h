@@ -12,7 +12,7 @@
 namespace kvsim {
 
 struct SizeOptions {
-  DType kv_dtype = DType::kBf16;
+  std::string kv_dtype = "auto";  // auto: the model's default (see default_kv_dtype)
   std::string state_dtype = "auto";
   std::optional<DType> weight_dtype;  // default: the checkpoint dtype served (BF16)
   std::vector<int64_t> contexts;
@@ -43,6 +43,7 @@ struct ContextRow {
 
 struct SizeReport {
   ModelSpec spec;
+  DType kv_dtype = DType::kBf16;
   StateDtypes state_dtypes;
   DType weight_dtype = DType::kBf16;
   int64_t kv_bytes_per_token = 0;

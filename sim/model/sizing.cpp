@@ -43,6 +43,16 @@ StateDtypes resolve_state_dtypes(const ModelSpec& spec, const std::string& choic
   return d;
 }
 
+DType default_kv_dtype(const ModelSpec& spec) {
+  for (const auto& l : spec.layers)
+    if (l.kind == LayerKind::kSparseMla) return DType::kFp8DsMla;
+  return DType::kBf16;
+}
+
+DType resolve_kv_dtype(const ModelSpec& spec, const std::string& text, const std::string& what) {
+  return text == "auto" ? default_kv_dtype(spec) : parse_dtype(text, what);
+}
+
 void check_parallel(const ModelSpec& spec, const Parallel& par) {
   const std::string who = spec.name;
   if (par.tp < 1) throw InputError("--tp must be >= 1 (got " + std::to_string(par.tp) + ")");

@@ -25,6 +25,13 @@ struct StateDtypes {
 // RWKV-6 (not in vLLM) follows HF, which keeps wkv in FP32.
 StateDtypes resolve_state_dtypes(const ModelSpec& spec, const std::string& choice);
 
+// The cache dtype an engine uses when none is given ("auto"): the model dtype (BF16), except
+// DeepSeek-V3.2, whose sparse-MLA backend stores vLLM's fp8_ds_mla row (vLLM CacheConfig: "some
+// models (namely DeepSeekV3.2) default to fp8"; FlashMLA-sparse canonicalises 8-bit caches to it).
+DType default_kv_dtype(const ModelSpec& spec);
+// "auto" -> default_kv_dtype(spec), else parse_dtype(text, what).
+DType resolve_kv_dtype(const ModelSpec& spec, const std::string& text, const std::string& what);
+
 // Per-rank shard of the model: tensor parallel `tp`, decode context parallel `dcp`.
 struct Parallel {
   int tp = 1;

@@ -22,8 +22,8 @@ struct EngineSettings {
   std::optional<double> gpu_memory_utilization;  // default: the engine's (vLLM 0.92)
   std::optional<int64_t> num_gpu_blocks;         // overrides the memory rule (vLLM num_gpu_blocks_override)
   std::optional<int64_t> activation_reserve;     // bytes; default: the GPU file's activation_reserve
-  std::string kv_cache_dtype = "bf16";
-  std::string state_dtype = "auto";  // mamba_ssm_cache_dtype: auto | bf16 | fp32 | mixed
+  std::string kv_cache_dtype = "auto";           // auto: the model default (BF16; DeepSeek-V3.2 fp8_ds_mla)
+  std::string state_dtype = "auto";              // mamba_ssm_cache_dtype: auto | bf16 | fp32 | mixed
   std::string weight_dtype = "bf16";
   std::optional<int64_t> max_model_len;  // default: the config's max_position_embeddings
   int64_t long_prefill_token_threshold = 0;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "sim/model/json.h"
 #include "tests/app/cli_runner.h"
@@ -136,6 +137,47 @@ TEST(SizeOutput, HelpDocumentsEveryOption) {
                           "--tp", "--dcp", "--gpu", "--engine", "--gpu-memory-utilization", "--block-size", "--link",
                           "--format", "--cla", "--yoco-window"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+TEST(SizeOutput, EssaySideBySideTableOfAllTwelveModels) {
+  // `kvsim size models/*.json --context 131072`: the essay's table, BF16 cache except DeepSeek-V3.2
+  // in vLLM's fp8_ds_mla layout (its default), states in BF16 as the essay shows them.
+  auto r = testing::run_kvsim("size models/*.json --context 131072 --state-dtype bf16 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const JsonValue doc = parse_json(r.out, "stdout");
+  ASSERT_EQ(doc.array().size(), 12u);
+  const std::map<std::string, int64_t> per_token = {{"qwen3-8b", 2 * 36 * 8 * 128 * 2},
+                                                    {"llama-2-7b", 2 * 32 * 32 * 128 * 2},
+                                                    {"falcon-7b", 2 * 1 * 64 * 2 * 32},
+                                                    {"deepseek-v3", 576 * 2 * 61},
+                                                    {"deepseek-v3.2", (656 + 132) * 61},
+                                                    {"gpt-oss-120b", 18 * 2 * 8 * 64 * 2},
+                                                    {"qwen3-30b-a3b", 2 * 4 * 128 * 2 * 48},
+                                                    {"nemotron-h-8b", 4 * 2 * 8 * 128 * 2},
+                                                    {"qwen3-next-80b-a3b", 12 * 2 * 2 * 256 * 2},
+                                                    {"qwen3-vl-8b", 2 * 36 * 8 * 128 * 2},
+                                                    {"rwkv6-1b6", 0},
+                                                    {"qwen3.5-4b", 8 * 2 * 4 * 256 * 2}};
+  for (const JsonValue& m : doc.array()) {
+    const std::string name = m.find("name")->str();
+    ASSERT_TRUE(per_token.count(name)) << name;
+    EXPECT_EQ(m.find("kv_bytes_per_token")->integer(), per_token.at(name)) << name;
+  }
+  // 131,072-token totals: Qwen3-8B 18 GiB; gpt-oss 36,864 x 131,072 + 4.5 MiB of windows; Nemotron-H
+  // 16,384 x 131,072 + 49.41 MiB of BF16 state (51,806,208 B).
+  for (const JsonValue& m : doc.array()) {
+    const int64_t bytes = m.find("contexts")->array()[0].find("bytes")->integer();
+    const std::string name = m.find("name")->str();
+    if (name == "qwen3-8b") EXPECT_EQ(bytes, 18LL << 30);
+    if (name == "gpt-oss-120b") EXPECT_EQ(bytes, 36864LL * 131072 + 4718592);
+    if (name == "nemotron-h-8b") EXPECT_EQ(bytes, 16384LL * 131072 + 51806208);
+  }
 }
 
 }  // namespace
