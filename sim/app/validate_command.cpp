@@ -56,6 +56,9 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
             c_tpot = f.column("tpot_ms");
   const auto c_engine = f.find_column("engine");
   const auto c_dtype = f.find_column("dtype");
+  const auto c_mnbt = f.find_column("max_num_batched_tokens");
+  const auto c_mns = f.find_column("max_num_seqs");
+  const auto c_chunk = f.find_column("enable_chunked_prefill");
   std::vector<ValidationPoint> out;
   for (size_t r = 0; r < f.rows.size(); ++r) {
     ValidationPoint p;
@@ -95,14 +98,48 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       if (p.dtype != "bf16" && p.dtype != "fp16" && p.dtype != "fp8" && p.dtype != "fp4")
         throw InputError(f.where(r, *c_dtype) + ": unknown dtype '" + p.dtype + "' (known: bf16, fp16, fp8, fp4)");
     }
+    auto present = [&](const std::optional<int>& col) { return col && !f.text(r, *col).empty(); };
+    if (present(c_mnbt)) p.max_num_batched_tokens = positive_int(*c_mnbt);
+    if (present(c_mns)) {
+      const int64_t v = positive_int(*c_mns);
+      if (v > 1000000) throw InputError(f.where(r, *c_mns) + ": must be <= 1000000 (got " + f.text(r, *c_mns) + ")");
+      p.max_num_seqs = static_cast<int>(v);
+    }
+    if (present(c_chunk)) {
+      const std::string v = f.text(r, *c_chunk);
+      if (v == "true" || v == "1")
+        p.enable_chunked_prefill = true;
+      else if (v == "false" || v == "0")
+        p.enable_chunked_prefill = false;
+      else
+        throw InputError(f.where(r, *c_chunk) + ": expected true or false (got '" + v + "')");
+    }
     out.push_back(p);
   }
   return out;
 }
 
-Scenario validation_scenario(const ValidationPoint& p, int requests_per_slot, const std::string& hardware_dir,
-                             const std::string& latency_model) {
-  const int64_t n = static_cast<int64_t>(requests_per_slot) * p.concurrency;
+PointMeans measured_means(const RunCollector& c, int64_t first_id) {
+  PointMeans m;
+  double ttft = 0, tpot = 0;
+  int64_t n_tpot = 0;
+  for (const RequestRow& r : c.requests()) {
+    if (r.id < first_id || !r.finished || r.output_tokens < 1) continue;
+    ++m.requests;
+    ttft += static_cast<double>((r.first_token - r.arrival).ns()) * 1e-6;
+    if (r.output_tokens > 1) {
+      tpot += static_cast<double>((r.finish - r.first_token).ns()) * 1e-6 / static_cast<double>(r.output_tokens - 1);
+      ++n_tpot;
+    }
+  }
+  if (m.requests > 0) m.ttft_ms = ttft / static_cast<double>(m.requests);
+  if (n_tpot > 0) m.tpot_ms = tpot / static_cast<double>(n_tpot);
+  return m;
+}
+
+Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol& protocol,
+                             const std::string& hardware_dir, const std::string& latency_model) {
+  const int64_t n = static_cast<int64_t>(protocol.requests_per_slot + protocol.warmup_per_slot) * p.concurrency;
   std::string y;
   y += "name: validate-line-" + std::to_string(p.line) + "\n";
   y += "model: \"" + p.model + "\"\n";
@@ -115,7 +152,13 @@ Scenario validation_scenario(const ValidationPoint& p, int requests_per_slot, co
   y += "  weight_dtype: " + p.dtype + "\n";
   y += "  latency_model: " + latency_model + "\n";
   y += "  enable_prefix_caching: false\n";
-  y += "  max_num_seqs: " + std::to_string(std::max(p.concurrency, 256)) + "\n";
+  const bool cols = protocol.use_engine_columns;
+  const int max_seqs = cols && p.max_num_seqs ? *p.max_num_seqs : std::max(p.concurrency, 256);
+  y += "  max_num_seqs: " + std::to_string(max_seqs) + "\n";
+  if (cols && p.max_num_batched_tokens)
+    y += "  max_num_batched_tokens: " + std::to_string(*p.max_num_batched_tokens) + "\n";
+  if (cols && p.enable_chunked_prefill)
+    y += std::string("  enable_chunked_prefill: ") + (*p.enable_chunked_prefill ? "true" : "false") + "\n";
   y += "workload:\n  synthetic:\n";
   y += "    kind: shared_prefix\n";
   y += "    groups: " + std::to_string(n) + "\n";
@@ -123,7 +166,7 @@ Scenario validation_scenario(const ValidationPoint& p, int requests_per_slot, co
   y += "    prefix_tokens: 0\n";
   y += "    suffix_tokens: " + std::to_string(p.isl) + "\n";
   y += "    output_tokens: " + std::to_string(p.osl) + "\n";
-  y += "    concurrency: " + std::to_string(p.concurrency) + "\n";
+  y += "    concurrency: " + std::to_string(p.concurrency + protocol.extra_clients) + "\n";
   return parse_scenario(y, "validation point line " + std::to_string(p.line));
 }
 
@@ -134,8 +177,17 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   // clang-format off
   desc.add_options()
     ("help,h", "show this help")
-    ("requests-per-slot", po::value<int>()->default_value(4),
-     "requests simulated per point = this x concurrency (small keeps it CI-fast)")
+    ("requests-per-slot", po::value<int>()->default_value(10),
+     "measured requests per point = this x concurrency (genai-perf --request-count 10 x concurrency in "
+     "aiconfigurator's runner)")
+    ("warmup-per-slot", po::value<int>()->default_value(2),
+     "requests sent first and excluded from the means = this x concurrency (genai-perf "
+     "--warmup-request-count 2 x concurrency); 0 = the start-up burst is measured")
+    ("extra-clients", po::value<int>()->default_value(0),
+     "hypothesis H1 (not a measured protocol): this many clients beyond the point's concurrency, so that "
+     "with max_num_seqs = concurrency they queue for a slot (see models/latency/README.md)")
+    ("engine-defaults", po::bool_switch(),
+     "ignore the per-row scheduler columns (max_num_batched_tokens, max_num_seqs, enable_chunked_prefill)")
     ("latency-model", po::value<std::string>()->default_value("calibrated"), "calibrated | roofline")
     ("hardware-dir", po::value<std::string>()->default_value(kDefaultHardwareDir), "hardware catalog directory")
     ("points", po::value<std::string>(), "the CSV of measured points (positional)");
@@ -155,8 +207,14 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   }
   if (!vm.count("points"))
     throw InputError("validate: no points file given (try: kvsim validate models/latency/validation.csv)");
-  const int per_slot = vm["requests-per-slot"].as<int>();
-  if (per_slot < 1) throw InputError("--requests-per-slot must be >= 1");
+  ValidationProtocol protocol;
+  protocol.requests_per_slot = vm["requests-per-slot"].as<int>();
+  protocol.warmup_per_slot = vm["warmup-per-slot"].as<int>();
+  protocol.use_engine_columns = !vm["engine-defaults"].as<bool>();
+  if (protocol.requests_per_slot < 1) throw InputError("--requests-per-slot must be >= 1");
+  if (protocol.warmup_per_slot < 0) throw InputError("--warmup-per-slot must be >= 0");
+  protocol.extra_clients = vm["extra-clients"].as<int>();
+  if (protocol.extra_clients < 0) throw InputError("--extra-clients must be >= 0");
   const std::string lm = vm["latency-model"].as<std::string>();
   if (lm != "calibrated" && lm != "roofline")
     throw InputError("--latency-model: unknown model '" + lm + "' (known: calibrated, roofline)");
@@ -173,7 +231,7 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     Scenario s;
     SimulationResult r;
     try {
-      s = validation_scenario(p, per_slot, hw, lm);
+      s = validation_scenario(p, protocol, hw, lm);
       r = run_simulation(s);
     } catch (const InputError& e) {
       throw InputError(path + ":" + std::to_string(p.line) + ": " + e.what());
@@ -181,8 +239,9 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     Row row;
     row.p = p;
     row.cls = model_class(r.model);
-    row.ttft = r.summary.ttft_ms.mean;
-    row.tpot = r.summary.tpot_ms.mean;
+    const PointMeans m = measured_means(*r.collector, static_cast<int64_t>(protocol.warmup_per_slot) * p.concurrency);
+    row.ttft = m.ttft_ms;
+    row.tpot = m.tpot_ms;
     std::string name = p.model.substr(p.model.find_last_of('/') + 1);
     if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.resize(name.size() - 5);
     std::snprintf(buf, sizeof buf, "%-5d %-28s %-10s %-6s %2d %5lld %5lld %4d %9.1f %9.1f %+7.1f %8.2f %8.2f %+7.1f\n",
@@ -193,8 +252,11 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     out << buf;
     rows.push_back(row);
   }
-  out << "\nabsolute relative error (%), " << per_slot << " x concurrency requests per point, latency model " << lm
-      << "\n";
+  out << "\nabsolute relative error (%), " << protocol.warmup_per_slot << " + " << protocol.requests_per_slot
+      << " x concurrency requests per point (warm-up excluded), "
+      << (protocol.use_engine_columns ? "per-row scheduler settings" : "engine default scheduler settings")
+      << (protocol.extra_clients > 0 ? ", " + std::to_string(protocol.extra_clients) + " extra client(s) (H1)" : "")
+      << ", latency model " << lm << "\n";
   std::snprintf(buf, sizeof buf, "%-18s %6s %12s %10s %12s %10s\n", "class", "points", "TTFT median", "TTFT p90",
                 "TPOT median", "TPOT p90");
   out << buf;

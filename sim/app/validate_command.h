@@ -1,10 +1,13 @@
 #pragma once
 // `kvsim validate POINTS.csv`: simulates measured end-to-end points as closed loops and reports the
 // error of predicted TTFT and TPOT (per row, and median / p90 overall and per model class).
+#include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "sim/metrics/run_collector.h"
 #include "sim/scenario/scenario.h"
 
 namespace kvsim {
@@ -19,16 +22,45 @@ struct ValidationPoint {
   int64_t isl = 0, osl = 0;
   int concurrency = 0;
   double ttft_ms = 0, tpot_ms = 0;
+  // Scheduler settings of the measured deployment (optional columns of the same names; empty = the
+  // engine's default). For TensorRT-LLM rows: max_num_tokens, max_batch_size, enable_chunked_prefill.
+  std::optional<int64_t> max_num_batched_tokens;
+  std::optional<int> max_num_seqs;
+  std::optional<bool> enable_chunked_prefill;
 };
 
+// How a point is measured: a closed loop of `concurrency` clients sending
+// (warmup_per_slot + requests_per_slot) x concurrency requests back to back; the first
+// warmup_per_slot x concurrency requests (by send order) are excluded from the means, as
+// genai-perf's --warmup-request-count excludes them. Defaults: aiconfigurator's genai-perf runner
+// (request-count 10 x concurrency, warmup-request-count 2 x concurrency).
+struct ValidationProtocol {
+  int requests_per_slot = 10;
+  int warmup_per_slot = 2;
+  bool use_engine_columns = true;  // false: ignore the per-row scheduler columns (engine defaults)
+  // Hypothesis H1 (models/latency/README.md), off by default: the client keeps `extra_clients` more
+  // requests in flight than the point's concurrency, so with max_num_seqs = concurrency that many wait
+  // for a free slot at all times. Request counts stay per point concurrency.
+  int extra_clients = 0;
+};
+
+// Mean TTFT and TPOT (ms) over the finished requests whose id is >= first_id (vLLM / genai-perf
+// definitions: TTFT = first token - send; TPOT = (finish - first token) / (output tokens - 1)).
+struct PointMeans {
+  double ttft_ms = 0, tpot_ms = 0;
+  int64_t requests = 0;
+};
+PointMeans measured_means(const RunCollector& c, int64_t first_id);
+
 // Reads and checks the points: columns model, gpu, tp, isl, osl, concurrency, ttft_ms, tpot_ms
-// (optional engine, dtype; others ignored). Errors name file, line and column.
+// (optional engine, dtype, max_num_batched_tokens, max_num_seqs, enable_chunked_prefill; others
+// ignored). Errors name file, line and column.
 std::vector<ValidationPoint> read_validation_points(const std::string& path, const std::string& hardware_dir);
 
-// The closed-loop scenario of one point: requests_per_slot x concurrency requests of isl unique
+// The closed-loop scenario of one point: (warmup + requests) x concurrency requests of isl unique
 // prompt tokens and exactly osl output tokens, `concurrency` in flight, prefix caching off.
-Scenario validation_scenario(const ValidationPoint& p, int requests_per_slot, const std::string& hardware_dir,
-                             const std::string& latency_model);
+Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol& protocol,
+                             const std::string& hardware_dir, const std::string& latency_model);
 
 int run_validate_command(const std::vector<std::string>& args, std::ostream& out);
 

@@ -50,6 +50,33 @@ TEST(ValidateCommand, MalformedNumberNamesLineAndColumn) {
   EXPECT_EQ(count_lines(r.out), 1);
 }
 
+TEST(ValidateCommand, BadChunkedPrefillValueNamesLineAndColumn) {
+  const std::string p = write_temp("v_chunk.csv",
+                                   "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,enable_chunked_prefill\n"
+                                   "models/qwen3-8b.json,h100-sxm,1,128,16,1,10,5,maybe\n");
+  const CliResult r = run_kvsim("validate " + p);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(p + ":2: column 'enable_chunked_prefill': expected true or false (got 'maybe')"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(ValidateCommand, SchedulerColumnsAndProtocolAreReported) {
+  const std::string p =
+      write_temp("v_sched.csv",
+                 "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,engine,max_num_batched_tokens,max_num_seqs,"
+                 "enable_chunked_prefill\n"
+                 "models/qwen3-8b.json,h100-sxm,1,128,16,2,10,5,trtllm,1630,2,false\n");
+  const CliResult r = run_kvsim("validate " + p + " --requests-per-slot 3 --warmup-per-slot 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("1 + 3 x concurrency requests per point (warm-up excluded), per-row scheduler settings"),
+            std::string::npos)
+      << r.out;
+  const CliResult d = run_kvsim("validate " + p + " --engine-defaults --extra-clients 1");
+  ASSERT_EQ(d.exit_code, 0) << d.out;
+  EXPECT_NE(d.out.find("engine default scheduler settings, 1 extra client(s) (H1)"), std::string::npos) << d.out;
+}
+
 TEST(CalibrateCommand, ReportsFitErrorPerOperator) {
   const CliResult r = run_kvsim("calibrate --gpu h100-sxm --model models/qwen3-8b.json");
   ASSERT_EQ(r.exit_code, 0) << r.out;

@@ -1,0 +1,97 @@
+// Unit tests of the validate protocol: warm-up exclusion in the means and the per-point scenario.
+// Expected values are computed by hand from the inputs.
+#include <gtest/gtest.h>
+
+#include "sim/app/validate_command.h"
+#include "sim/metrics/run_collector.h"
+
+namespace kvsim {
+namespace {
+
+RequestRecord done(int64_t id, int64_t arrival_ms, int64_t first_ms, int64_t finish_ms, int64_t out,
+                   bool finished = true) {
+  RequestRecord r;
+  r.id = RequestId(id);
+  r.arrival = SimTime::zero() + Duration::ms(arrival_ms);
+  r.first_scheduled = r.arrival;
+  r.first_token = SimTime::zero() + Duration::ms(first_ms);
+  r.finish = SimTime::zero() + Duration::ms(finish_ms);
+  r.output_tokens = out;
+  r.requested_output_tokens = out;
+  r.finished = finished;
+  return r;
+}
+
+RunCollector four_requests() {
+  RunCollector c;
+  c.on_request_done(done(0, 0, 100, 200, 11));    // warm-up: TTFT 100, TPOT 100/10 = 10
+  c.on_request_done(done(1, 0, 10, 50, 5));       // TTFT 10, TPOT 40/4 = 10
+  c.on_request_done(done(2, 20, 50, 110, 4));     // TTFT 30, TPOT 60/3 = 20
+  c.on_request_done(done(3, 0, 40, 40, 1));       // TTFT 40, no TPOT (one token)
+  c.on_request_done(done(4, 0, 5, 9, 3, false));  // unfinished: excluded
+  return c;
+}
+
+TEST(ValidateProtocol, MeansExcludeWarmupRequestsById) {
+  const PointMeans m = measured_means(four_requests(), 1);
+  EXPECT_EQ(m.requests, 3);
+  EXPECT_NEAR(m.ttft_ms, (10.0 + 30.0 + 40.0) / 3.0, 1e-9);
+  EXPECT_NEAR(m.tpot_ms, (10.0 + 20.0) / 2.0, 1e-9);
+}
+
+TEST(ValidateProtocol, NoWarmupMeansAllFinishedRequests) {
+  const PointMeans m = measured_means(four_requests(), 0);
+  EXPECT_EQ(m.requests, 4);
+  EXPECT_NEAR(m.ttft_ms, (100.0 + 10.0 + 30.0 + 40.0) / 4.0, 1e-9);
+  EXPECT_NEAR(m.tpot_ms, (10.0 + 10.0 + 20.0) / 3.0, 1e-9);
+}
+
+ValidationPoint llama_point() {
+  ValidationPoint p;
+  p.model = "models/latency/configs/llama-3.1-8b.json";
+  p.gpu = "h100-sxm";
+  p.engine = "trtllm";
+  p.isl = 1024;
+  p.osl = 128;
+  p.concurrency = 8;
+  p.ttft_ms = 1;
+  p.tpot_ms = 1;
+  return p;
+}
+
+TEST(ValidateProtocol, ScenarioSendsWarmupPlusMeasuredRequestsPerSlot) {
+  ValidationPoint p = llama_point();
+  p.max_num_batched_tokens = 8 + 1024 + 1500;  // aiconfigurator rule: max_batch_size + isl + 1500
+  p.max_num_seqs = 8;
+  p.enable_chunked_prefill = false;
+  ValidationProtocol proto;  // 2 warm-up + 10 measured per slot
+  const Scenario s = validation_scenario(p, proto, "models/hardware", "calibrated");
+  ASSERT_TRUE(s.workload.synthetic.has_value());
+  EXPECT_EQ(s.workload.synthetic->groups, (2 + 10) * 8);
+  EXPECT_EQ(s.workload.synthetic->concurrency, 8);
+  EXPECT_EQ(s.engine.max_num_batched_tokens, 2532);
+  EXPECT_EQ(s.engine.max_num_seqs, 8);
+  EXPECT_FALSE(s.engine.enable_chunked_prefill);
+  EXPECT_FALSE(s.engine.enable_prefix_caching);
+}
+
+TEST(ValidateProtocol, EngineDefaultsIgnoreTheRowColumnsAndExtraClientsRaiseConcurrency) {
+  ValidationPoint p = llama_point();
+  p.max_num_batched_tokens = 2532;
+  p.max_num_seqs = 8;
+  p.enable_chunked_prefill = false;
+  ValidationProtocol proto;
+  proto.use_engine_columns = false;
+  proto.requests_per_slot = 4;
+  proto.warmup_per_slot = 0;
+  proto.extra_clients = 1;
+  const Scenario s = validation_scenario(p, proto, "models/hardware", "calibrated");
+  EXPECT_EQ(s.workload.synthetic->groups, 4 * 8);
+  EXPECT_EQ(s.workload.synthetic->concurrency, 9);
+  EXPECT_FALSE(s.engine.max_num_batched_tokens.has_value());
+  EXPECT_EQ(s.engine.max_num_seqs, 256);  // max(concurrency, 256) when the row's setting is ignored
+  EXPECT_TRUE(s.engine.enable_chunked_prefill);
+}
+
+}  // namespace
+}  // namespace kvsim
