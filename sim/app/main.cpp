@@ -7,6 +7,7 @@
 #include "sim/app/commands.h"
 #include "sim/core/check.h"
 #include "sim/core/errors.h"
+#include "sim/metrics/hdf5_writer.h"
 
 namespace {
 
@@ -41,6 +42,11 @@ int main(int argc, char** argv) {
   try {
     return kvsim::dispatch_command(cmd, args, std::cout);
   } catch (const kvsim::InputError& e) {
+    std::cerr << "kvsim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const kvsim::OutputError& e) {
+    // An output path that cannot be written is bad input too (the user named it); nothing is left
+    // half-written (hdf5_writer.h).
     std::cerr << "kvsim: error: " << e.what() << "\n";
     return 2;
   } catch (const kvsim::InvariantError& e) {

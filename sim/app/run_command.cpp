@@ -44,17 +44,32 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_;
 };
 
+// Writes "<path>.tmp" and renames it; on any failure the temporary file is removed and an
+// OutputError names the path (a parent that is a file, a read-only directory, a full disk).
 void write_text_atomically(const std::string& path, const std::string& text) {
   const std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  std::error_code ec;
+  if (p.has_parent_path()) {
+    std::filesystem::create_directories(p.parent_path(), ec);
+    if (ec) throw OutputError(path + ": cannot create directory " + p.parent_path().string() + ": " + ec.message());
+  }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw InputError(path + ": cannot write");
+    if (!f) throw OutputError(path + ": cannot write");
     f << text;
-    if (!f) throw InputError(path + ": write failed");
+    f.close();
+    if (!f) {
+      std::filesystem::remove(tmp, ec);
+      throw OutputError(path + ": write failed");
+    }
   }
-  std::filesystem::rename(tmp, path);
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw OutputError(path + ": cannot write: " + ec.message());
+  }
 }
 
 }  // namespace

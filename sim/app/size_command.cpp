@@ -116,8 +116,10 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("weight-dtype")) opt.weight_dtype = parse_dtype(vm["weight-dtype"].as<std::string>(), "--weight-dtype");
   opt.contexts =
       vm.count("context") ? vm["context"].as<std::vector<int64_t>>() : std::vector<int64_t>{8192, 32768, 131072};
-  for (int64_t c : opt.contexts)
+  for (int64_t c : opt.contexts) {
     if (c <= 0) throw InputError("--context must be > 0 (got " + std::to_string(c) + ")");
+    if (c > kMaxContextTokens) throw InputError("--context must be <= 2^40 tokens (got " + std::to_string(c) + ")");
+  }
   opt.images = vm["images"].as<int>();
   if (opt.images < 0) throw InputError("--images must be >= 0");
   parse_image_size(vm["image-size"].as<std::string>(), &opt.image_width, &opt.image_height);
@@ -154,6 +156,7 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   }
 
   if (vm["recompute"].as<bool>() && !vm.count("gpu")) throw InputError("--recompute needs --gpu");
+  if (vm["recompute-chunk"].as<int64_t>() < 1) throw InputError("--recompute-chunk must be >= 1");
   if (vm.count("tier") && !vm["recompute"].as<bool>()) throw InputError("--tier needs --recompute");
   std::vector<SizeReport> reports;
   for (const auto& path : vm["config"].as<std::vector<std::string>>()) {

@@ -55,7 +55,11 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
   if (opt.images > 0) {
     if (!spec.has_vision) throw InputError("--images: " + spec.name + " has no vision_config");
     r.image_tokens_each = image_tokens(spec, opt.image_width, opt.image_height);
-    r.image_tokens_total = r.image_tokens_each * opt.images;
+    if (__builtin_mul_overflow(r.image_tokens_each, int64_t{opt.images}, &r.image_tokens_total) ||
+        r.image_tokens_total > kMaxContextTokens)
+      throw InputError("--images " + std::to_string(opt.images) + " at --image-size " +
+                       std::to_string(opt.image_width) + "x" + std::to_string(opt.image_height) +
+                       ": over 2^40 image tokens per request");
     r.image_bytes = r.image_tokens_total * r.kv_bytes_per_token;
   }
   const int decode_tp = opt.decode_tp > 0 ? opt.decode_tp : tp;

@@ -11,6 +11,9 @@
 
 namespace kvsim {
 
+// Longest context `kvsim size` accepts (text plus image tokens): byte counts stay inside int64.
+inline constexpr int64_t kMaxContextTokens = int64_t{1} << 40;
+
 struct SizeOptions {
   std::string kv_dtype = "auto";  // auto: the model's default (see default_kv_dtype)
   std::string state_dtype = "auto";

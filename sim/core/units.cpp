@@ -60,6 +60,7 @@ int64_t parse_bytes(const std::string& text, const std::string& what) {
   auto it = byte_units().find(unit);
   if (it == byte_units().end()) bad(what, text, "bytes (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
   if (v < 0) bad(what, text, "a non-negative size");
+  if (!(v * it->second < 9.0e18)) bad(what, text, "a size below 8 EiB");
   return static_cast<int64_t>(std::llround(v * it->second));
 }
 

@@ -1,5 +1,7 @@
 #include "sim/model/config_reader.h"
 
+#include <climits>
+#include <cmath>
 #include <filesystem>
 
 #include "sim/core/errors.h"
@@ -11,6 +13,9 @@ namespace {
 // Reads keys of one config object and names file, key and model type in every error.
 class ConfigView {
  public:
+  static constexpr int64_t kMin = INT64_MIN;
+  static constexpr int64_t kMax = INT64_MAX;
+
   ConfigView(const JsonValue& obj, std::string source, std::string model_type)
       : obj_(obj), source_(std::move(source)), model_type_(std::move(model_type)) {}
 
@@ -20,14 +25,21 @@ class ConfigView {
   }
   bool has(const std::string& key) const { return get(key) != nullptr; }
 
-  int64_t integer(const std::string& key) const {
+  // Every size is range-checked where it is read: a zero, negative or absurd value is an error naming
+  // the key instead of a division by zero, a huge allocation or a wrapped byte count later on.
+  int64_t integer(const std::string& key, int64_t lo = kMin, int64_t hi = kMax) const {
     const JsonValue* v = get(key);
     if (!v) missing(key);
-    return as_int(*v, key);
+    return in_range(as_int(*v, key), key, lo, hi);
   }
-  int64_t integer_or(const std::string& key, int64_t fallback) const {
+  int64_t integer_or(const std::string& key, int64_t fallback, int64_t lo = kMin, int64_t hi = kMax) const {
     const JsonValue* v = get(key);
-    return v ? as_int(*v, key) : fallback;
+    return v ? in_range(as_int(*v, key), key, lo, hi) : fallback;
+  }
+  int64_t in_range(int64_t x, const std::string& key, int64_t lo, int64_t hi) const {
+    if (x < lo || x > hi)
+      fail(key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + std::to_string(x) + ")");
+    return x;
   }
   bool boolean_or(const std::string& key, bool fallback) const {
     const JsonValue* v = get(key);
@@ -42,9 +54,9 @@ class ConfigView {
     return v->str();
   }
   // First present key of several spellings.
-  int64_t integer_any(std::initializer_list<const char*> keys) const {
+  int64_t integer_any(std::initializer_list<const char*> keys, int64_t lo = kMin, int64_t hi = kMax) const {
     for (const char* k : keys)
-      if (has(k)) return integer(k);
+      if (has(k)) return integer(k, lo, hi);
     std::string names;
     for (const char* k : keys) names += (names.empty() ? "" : "' or '") + std::string(k);
     missing(names);
@@ -64,6 +76,7 @@ class ConfigView {
     if (!v.is_number()) fail(key, "must be a number");
     if (v.is_integer()) return v.integer();
     const double d = v.number();
+    if (!(std::fabs(d) < 9.0e18)) fail(key, "must be an integer in range (got " + json_number(d) + ")");
     if (d != static_cast<double>(static_cast<int64_t>(d))) fail(key, "must be an integer");
     return static_cast<int64_t>(d);
   }
@@ -74,18 +87,34 @@ class ConfigView {
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
+// Upper bounds far above any real model that keep every product in sizing and parameter counting
+// inside int64 (and every layer index and block size inside int).
+constexpr int64_t kMaxLayers = 1 << 14;
+constexpr int64_t kMaxHidden = 1 << 20;
+constexpr int64_t kMaxVocab = 1 << 24;
+constexpr int64_t kMaxFfn = 1 << 22;
+constexpr int64_t kMaxHeads = 1 << 14;
+constexpr int64_t kMaxDim = 1 << 14;  // head dims, ranks, state sizes
+constexpr int64_t kMaxRank = 1 << 16;
+constexpr int64_t kMaxKernel = 1 << 10;
+constexpr int64_t kMaxExperts = 1 << 14;
+constexpr int64_t kMaxTokens = int64_t{1} << 40;  // context lengths, windows
+
 AttentionShape gqa_shape(const ConfigView& c, ModelSpec& spec) {
   AttentionShape a;
-  spec.num_attention_heads = static_cast<int>(c.integer_any({"num_attention_heads", "n_head"}));
-  if (spec.num_attention_heads <= 0) c.fail("num_attention_heads", "must be > 0");
-  a.num_kv_heads = static_cast<int>(c.integer_or("num_key_value_heads", spec.num_attention_heads));
+  spec.num_attention_heads = static_cast<int>(c.integer_any({"num_attention_heads", "n_head"}, 1, kMaxHeads));
+  a.num_kv_heads =
+      static_cast<int>(c.integer_or("num_key_value_heads", spec.num_attention_heads, 1, spec.num_attention_heads));
+  if (spec.num_attention_heads % a.num_kv_heads != 0)
+    c.fail("num_key_value_heads", "(" + std::to_string(a.num_kv_heads) + ") must divide num_attention_heads (" +
+                                      std::to_string(spec.num_attention_heads) + ")");
   if (c.has("head_dim"))
-    a.head_dim = static_cast<int>(c.integer("head_dim"));
+    a.head_dim = static_cast<int>(c.integer("head_dim", 1, kMaxDim));
   else if (c.has("attention_head_dim"))  // Nemotron-H spelling
-    a.head_dim = static_cast<int>(c.integer("attention_head_dim"));
+    a.head_dim = static_cast<int>(c.integer("attention_head_dim", 1, kMaxDim));
   else
     a.head_dim = static_cast<int>(spec.hidden_size / spec.num_attention_heads);
-  if (a.num_kv_heads <= 0 || a.head_dim <= 0) c.fail("num_key_value_heads", "must give positive KV heads and head_dim");
+  if (a.head_dim <= 0) c.fail("num_attention_heads", "exceeds hidden_size, so head_dim would be 0");
   spec.head_dim = a.head_dim;
   return a;
 }
@@ -93,11 +122,11 @@ AttentionShape gqa_shape(const ConfigView& c, ModelSpec& spec) {
 StateShape mamba2_state(const ConfigView& c, int64_t hidden) {
   // vLLM mamba_utils.py MambaStateShapeCalculator.mamba2_state_shape (tp = 1).
   StateShape s;
-  const int64_t heads = c.integer_any({"mamba_num_heads", "mamba_n_heads"});
-  const int64_t head_dim = c.integer_any({"mamba_head_dim", "mamba_d_head"});
-  const int64_t d_state = c.integer_any({"ssm_state_size", "mamba_d_state", "state_size"});
-  const int64_t groups = c.integer_any({"n_groups", "mamba_n_groups"});
-  const int64_t kernel = c.integer_any({"conv_kernel", "mamba_d_conv"});
+  const int64_t heads = c.integer_any({"mamba_num_heads", "mamba_n_heads"}, 1, kMaxHeads);
+  const int64_t head_dim = c.integer_any({"mamba_head_dim", "mamba_d_head"}, 1, kMaxDim);
+  const int64_t d_state = c.integer_any({"ssm_state_size", "mamba_d_state", "state_size"}, 1, kMaxDim);
+  const int64_t groups = c.integer_any({"n_groups", "mamba_n_groups"}, 1, kMaxHeads);
+  const int64_t kernel = c.integer_any({"conv_kernel", "mamba_d_conv"}, 1, kMaxKernel);
   const int64_t d_inner = heads * head_dim;
   (void)hidden;
   s.conv_dim = d_inner + 2 * groups * d_state;
@@ -112,11 +141,11 @@ StateShape mamba2_state(const ConfigView& c, int64_t hidden) {
 StateShape gdn_state(const ConfigView& c) {
   // vLLM mamba_utils.py gated_delta_net_state_shape (tp = 1).
   StateShape s;
-  const int64_t nk = c.integer("linear_num_key_heads");
-  const int64_t nv = c.integer("linear_num_value_heads");
-  const int64_t dk = c.integer("linear_key_head_dim");
-  const int64_t dv = c.integer("linear_value_head_dim");
-  const int64_t kernel = c.integer("linear_conv_kernel_dim");
+  const int64_t nk = c.integer("linear_num_key_heads", 1, kMaxHeads);
+  const int64_t nv = c.integer("linear_num_value_heads", 1, kMaxHeads);
+  const int64_t dk = c.integer("linear_key_head_dim", 1, kMaxDim);
+  const int64_t dv = c.integer("linear_value_head_dim", 1, kMaxDim);
+  const int64_t kernel = c.integer("linear_conv_kernel_dim", 1, kMaxKernel);
   s.conv_dim = 2 * nk * dk + nv * dv;
   s.conv_rows = static_cast<int>(kernel - 1);
   s.ssm_heads = nv;
@@ -135,14 +164,14 @@ LayerSpec attention_layer(const AttentionShape& a, int window) {
 
 void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
   const std::string& mt = spec.model_type;
-  const int n = static_cast<int>(c.integer_any({"num_hidden_layers", "n_layer", "num_layers"}));
-  if (n <= 0) c.fail("num_hidden_layers", "must be > 0");
+  const int n = static_cast<int>(c.integer_any({"num_hidden_layers", "n_layer", "num_layers"}, 1, kMaxLayers));
   spec.layers.assign(n, LayerSpec{});
 
   // RWKV-6: no attention at all; heads = attention_hidden_size / head_size (no num_attention_heads).
   if (starts_with(mt, "rwkv")) {
-    const int64_t att_hidden = c.integer_or("attention_hidden_size", spec.hidden_size);
-    const int64_t head_size = c.integer("head_size");
+    const int64_t att_hidden = c.integer_or("attention_hidden_size", spec.hidden_size, 1, kMaxHidden);
+    const int64_t head_size = c.integer("head_size", 1, att_hidden);
+    c.integer_or("intermediate_size", 0, 0, kMaxFfn);
     for (auto& l : spec.layers) {
       l.kind = LayerKind::kRwkv6;
       l.state.conv_dim = 2 * spec.hidden_size;  // token shift of time-mix and channel-mix
@@ -156,17 +185,22 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
 
   // MLA (DeepSeek): one latent row per token; num_key_value_heads is not used.
   if (c.has("kv_lora_rank")) {
-    spec.num_attention_heads = static_cast<int>(c.integer("num_attention_heads"));
+    spec.num_attention_heads = static_cast<int>(c.integer("num_attention_heads", 1, kMaxHeads));
     AttentionShape a;
-    a.kv_lora_rank = static_cast<int>(c.integer("kv_lora_rank"));
-    a.qk_rope_head_dim = static_cast<int>(c.integer("qk_rope_head_dim"));
+    a.kv_lora_rank = static_cast<int>(c.integer("kv_lora_rank", 1, kMaxRank));
+    a.qk_rope_head_dim = static_cast<int>(c.integer("qk_rope_head_dim", 0, kMaxDim));
     const bool sparse = c.has("index_head_dim") || mt == "deepseek_v32";
-    if (sparse) a.index_head_dim = static_cast<int>(c.integer("index_head_dim"));
+    if (sparse) {
+      a.index_head_dim = static_cast<int>(c.integer("index_head_dim", 1, kMaxDim));
+      c.integer_or("index_n_heads", 64, 1, kMaxHeads);
+    }
     a.num_kv_heads = 1;
     a.head_dim = a.kv_lora_rank + a.qk_rope_head_dim;
-    spec.head_dim = static_cast<int>(c.integer_or("qk_nope_head_dim", 128) + a.qk_rope_head_dim);
-    const int64_t first_dense = c.integer_or("first_k_dense_replace", 0);
-    const int64_t freq = c.integer_or("moe_layer_freq", 1);
+    spec.head_dim = static_cast<int>(c.integer_or("qk_nope_head_dim", 128, 0, kMaxDim) + a.qk_rope_head_dim);
+    c.integer_or("q_lora_rank", 0, 0, kMaxRank);  // read by the parameter count
+    c.integer_or("v_head_dim", 128, 1, kMaxDim);
+    const int64_t first_dense = c.integer_or("first_k_dense_replace", 0, 0, n);
+    const int64_t freq = c.integer_or("moe_layer_freq", 1, 1, n);
     for (int i = 0; i < n; ++i) {
       spec.layers[i].kind = sparse ? LayerKind::kSparseMla : LayerKind::kMla;
       spec.layers[i].attn = a;
@@ -179,11 +213,12 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
   // num_kv_heads key is present (HF FalconAttention).
   if (c.has("multi_query") || mt == "RefinedWebModel" || mt == "RefinedWeb" || mt == "falcon") {
     AttentionShape a;
-    spec.num_attention_heads = static_cast<int>(c.integer_any({"num_attention_heads", "n_head"}));
+    spec.num_attention_heads = static_cast<int>(c.integer_any({"num_attention_heads", "n_head"}, 1, kMaxHeads));
     a.head_dim = static_cast<int>(spec.hidden_size / spec.num_attention_heads);
+    if (a.head_dim <= 0) c.fail("num_attention_heads", "exceeds hidden_size, so head_dim would be 0");
     const bool new_arch = c.boolean_or("new_decoder_architecture", false);
     if (new_arch)
-      a.num_kv_heads = static_cast<int>(c.integer_any({"num_kv_heads", "n_head_kv"}));
+      a.num_kv_heads = static_cast<int>(c.integer_any({"num_kv_heads", "n_head_kv"}, 1, spec.num_attention_heads));
     else if (c.boolean_or("multi_query", false))
       a.num_kv_heads = 1;
     else
@@ -229,7 +264,7 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
   }
 
   AttentionShape a = gqa_shape(c, spec);
-  const int64_t window = c.integer_or("sliding_window", 0);
+  const int64_t window = c.integer_or("sliding_window", 0, 0, INT_MAX);
 
   // layer_types: gpt-oss, Qwen3.5, Gemma-3 and newer configs state every layer.
   if (const JsonValue* lt = c.get("layer_types")) {
@@ -275,7 +310,7 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
         if (mt == "gemma2") {
           w = (i % 2 == 0) ? static_cast<int>(window) : 0;  // even layers slide (HF Gemma2)
         } else if (mt == "gemma3" || mt == "gemma3_text") {
-          const int64_t pattern = c.integer_or("sliding_window_pattern", 6);
+          const int64_t pattern = c.integer_or("sliding_window_pattern", 6, 1, kMaxLayers);
           w = ((i + 1) % pattern != 0) ? static_cast<int>(window) : 0;
         } else if (mt == "mistral" || mt == "mixtral") {
           w = static_cast<int>(window);  // one sliding_window applies to every layer
@@ -319,37 +354,49 @@ ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const
   ConfigView c(cfg, source, spec.model_type);
   ConfigView top(doc, source, spec.model_type);
 
-  spec.hidden_size = c.integer_any({"hidden_size", "n_embd", "d_model"});
-  if (spec.hidden_size <= 0) c.fail("hidden_size", "must be > 0");
-  spec.vocab_size = c.integer_or("vocab_size", top.integer_or("vocab_size", 0));
+  spec.hidden_size = c.integer_any({"hidden_size", "n_embd", "d_model"}, 1, kMaxHidden);
+  spec.vocab_size = c.integer_or("vocab_size", top.integer_or("vocab_size", 0, 1, kMaxVocab), 1, kMaxVocab);
   if (spec.vocab_size <= 0) c.missing("vocab_size");
-  spec.intermediate_size = c.integer_or("intermediate_size", 0);
-  spec.max_position_embeddings =
-      c.integer_or("max_position_embeddings", c.integer_or("context_length", c.integer_or("max_seq_len", 0)));
+  spec.intermediate_size = c.integer_or("intermediate_size", 0, 0, kMaxFfn);
+  spec.max_position_embeddings = c.integer_or(
+      "max_position_embeddings",
+      c.integer_or("context_length", c.integer_or("max_seq_len", 0, 0, kMaxTokens), 0, kMaxTokens), 0, kMaxTokens);
   // Falcon's RWConfig ties the head to the embedding unless told otherwise (HF default true).
   const bool tie_default =
       spec.model_type == "RefinedWebModel" || spec.model_type == "RefinedWeb" || spec.model_type == "falcon";
   spec.tie_word_embeddings = c.boolean_or("tie_word_embeddings", top.boolean_or("tie_word_embeddings", tie_default));
   spec.torch_dtype = c.string_or("torch_dtype", c.string_or("dtype", top.string_or("torch_dtype", "")));
-  spec.num_experts = static_cast<int>(
-      c.integer_or("num_experts", c.integer_or("n_routed_experts", c.integer_or("num_local_experts", 0))));
+  spec.num_experts = static_cast<int>(c.integer_or(
+      "num_experts",
+      c.integer_or("n_routed_experts", c.integer_or("num_local_experts", 0, 0, kMaxExperts), 0, kMaxExperts), 0,
+      kMaxExperts));
   if (spec.num_experts > 0) {
-    spec.experts_per_token = static_cast<int>(c.integer_any({"num_experts_per_tok", "experts_per_token"}));
-    spec.moe_intermediate_size = c.integer_or("moe_intermediate_size", spec.intermediate_size);
-    spec.shared_expert_intermediate_size = c.integer_or("shared_expert_intermediate_size", 0);
+    spec.experts_per_token =
+        static_cast<int>(c.integer_any({"num_experts_per_tok", "experts_per_token"}, 1, spec.num_experts));
+    spec.moe_intermediate_size = c.integer_or("moe_intermediate_size", spec.intermediate_size, 0, kMaxFfn);
+    spec.shared_expert_intermediate_size = c.integer_or("shared_expert_intermediate_size", 0, 0, kMaxFfn);
     if (c.has("n_shared_experts"))
-      spec.shared_expert_intermediate_size = c.integer("n_shared_experts") * spec.moe_intermediate_size;
+      spec.shared_expert_intermediate_size = c.integer("n_shared_experts", 0, 64) * spec.moe_intermediate_size;
   }
   spec.ssm_state_dtype_hint = c.string_or("mamba_ssm_dtype", c.string_or("mamba_ssm_cache_dtype", ""));
-  spec.mamba_chunk_size = static_cast<int>(c.integer_or("chunk_size", c.integer_or("mamba_chunk_size", 0)));
+  spec.mamba_chunk_size = static_cast<int>(
+      c.integer_or("chunk_size", c.integer_or("mamba_chunk_size", 0, 0, kMaxTokens >> 20), 0, kMaxTokens >> 20));
 
   read_layers(c, cfg, spec);
 
   if (const JsonValue* vis = doc.find("vision_config"); vis && vis->is_object()) {
     ConfigView v(*vis, source + " (vision_config)", spec.model_type);
     spec.has_vision = true;
-    spec.vision_patch_size = static_cast<int>(v.integer("patch_size"));
-    spec.vision_spatial_merge = static_cast<int>(v.integer_or("spatial_merge_size", 1));
+    spec.vision_patch_size = static_cast<int>(v.integer("patch_size", 1, 1 << 10));
+    spec.vision_spatial_merge = static_cast<int>(v.integer_or("spatial_merge_size", 1, 1, 8));
+    // Read by the parameter count.
+    v.integer_or("hidden_size", 0, 0, kMaxDim);
+    v.integer_or("depth", 0, 0, kMaxLayers >> 4);
+    v.integer_or("intermediate_size", 0, 0, kMaxFfn >> 4);
+    v.integer_or("temporal_patch_size", 2, 1, 16);
+    v.integer_or("in_channels", 3, 1, 16);
+    v.integer_or("num_position_embeddings", 0, 0, kMaxFfn);
+    v.integer_or("out_hidden_size", spec.hidden_size, 1, kMaxHidden);
   }
   count_params(doc, cfg, spec);
   return spec;

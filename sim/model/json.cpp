@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -81,7 +82,17 @@ class JsonParser {
     if (consume("Infinity")) return number_value(std::numeric_limits<double>::infinity());
     if (consume("-Infinity")) return number_value(-std::numeric_limits<double>::infinity());
     if (c == '-' || (c >= '0' && c <= '9')) return parse_number();
-    fail(std::string("unexpected character '") + c + "'");
+    fail("unexpected " + describe(c));
+  }
+
+  // A character for a message: printable ASCII quoted, anything else as a byte value, so a binary
+  // file never puts control bytes or half a UTF-8 sequence into the one-line error.
+  static std::string describe(char c) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7F) return std::string("character '") + c + "'";
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "byte 0x%02X", u);
+    return std::string(buf) + (u == 0xEF ? " (a UTF-8 byte order mark?)" : "");
   }
 
   static JsonValue number_value(double d) {
@@ -207,6 +218,7 @@ class JsonParser {
           uint32_t cp = parse_hex4();
           if (cp >= 0xD800 && cp < 0xDC00 && consume("\\u")) {
             uint32_t lo = parse_hex4();
+            if (lo < 0xDC00 || lo > 0xDFFF) fail("bad \\u escape: high surrogate without a low surrogate");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           }
           append_utf8(out, cp);
@@ -257,7 +269,12 @@ class JsonParser {
     while (true) {
       skip_ws();
       if (pos_ >= t_.size() || t_[pos_] != '"') fail("expected a string key in object");
+      const size_t key_pos = pos_;
       std::string key = parse_string();
+      if (has_key(v, key)) {
+        pos_ = key_pos;
+        fail("duplicate key '" + key + "'");
+      }
       skip_ws();
       if (pos_ >= t_.size() || t_[pos_] != ':') fail("expected ':' after key");
       ++pos_;
@@ -278,6 +295,13 @@ class JsonParser {
     }
   }
 
+  // A repeated key would make one of its values silently win; objects are small, a linear scan does.
+  static bool has_key(const JsonValue& obj, const std::string& key) {
+    for (const auto& [k, v] : obj.object_)
+      if (k == key) return true;
+    return false;
+  }
+
   std::string_view t_;
   std::string source_;
   size_t pos_ = 0;
@@ -288,10 +312,13 @@ JsonValue parse_json(std::string_view text, const std::string& source) {
 }
 
 JsonValue parse_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not a JSON file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open file");
   std::ostringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) throw InputError(path + ": read error");
   return parse_json(ss.str(), path);
 }
 

@@ -1,7 +1,12 @@
 #include "sim/model/params.h"
 
+#include "sim/core/errors.h"
+
 namespace kvsim {
 namespace {
+
+// 2^55 parameters: far above any model, and weight bytes at 32 bits per parameter still fit int64.
+constexpr int64_t kMaxParams = int64_t{1} << 55;
 
 int64_t get(const JsonValue& c, const char* key, int64_t fallback) {
   const JsonValue* v = c.find(key);
@@ -164,12 +169,17 @@ void count_params(const JsonValue& doc, const JsonValue& c, ModelSpec& s) {
       p += 2 * h;  // parallel attention: one LayerNorm with bias
     else if (l.kind != LayerKind::kRwkv6)
       p += 2 * h;  // input and post-attention RMSNorms
-    n.total += p;
+    // The reader bounds every size so one layer's count fits; the sum over layers is checked.
+    if (__builtin_add_overflow(n.total, p, &n.total) || n.total > kMaxParams || n.inactive > kMaxParams)
+      throw InputError(s.path + ": the sizes give over " + std::to_string(kMaxParams) +
+                       " parameters; check num_hidden_layers, hidden_size and the expert sizes");
   }
   s.params = n.total;
   s.active_params = n.total - n.inactive;
   if (const JsonValue* v = doc.find("vision_config"); v && v->is_object()) {
     s.vision_params = vision_params(*v, h);
+    if (s.vision_params > kMaxParams)
+      throw InputError(s.path + ": vision_config sizes give over " + std::to_string(kMaxParams) + " parameters");
   }
 }
 

@@ -12,6 +12,13 @@ namespace {
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A byte count that must fit int64: a context so long that it does not is an error, not a wrapped number.
+int64_t checked_bytes(double bytes, int64_t context) {
+  if (!(bytes < 9.0e18))
+    throw InputError("context of " + std::to_string(context) + " tokens needs over 9e18 bytes of cache");
+  return static_cast<int64_t>(std::llround(bytes));
+}
+
 bool is_growing(LayerKind k) {
   return k == LayerKind::kFullAttention || k == LayerKind::kMla || k == LayerKind::kSparseMla;
 }
@@ -160,7 +167,7 @@ int64_t request_bytes(const ModelSpec& spec, int64_t context, DType kv, const St
     if (l.kind == LayerKind::kSlidingWindow)
       sum += attention_bytes_per_token(l, kv, par.tp) * std::min<int64_t>(context, l.attn.window);
   }
-  return static_cast<int64_t>(std::llround(sum)) + state_bytes_per_request(spec, dt, par.tp);
+  return checked_bytes(sum + static_cast<double>(state_bytes_per_request(spec, dt, par.tp)), context);
 }
 
 EngineKind parse_engine(const std::string& s, const std::string& what) {
@@ -211,8 +218,11 @@ int engine_block_size(const ModelSpec& spec, EngineKind engine, int requested, D
   const int64_t a = std::max<int64_t>({16, block, mla ? 128 : 0});
   const double p_attn = attention_bytes_per_token(*attn, kv, tp);
   const int64_t p_state = state_bytes(*state, dt, tp);
-  const int64_t attn_block = a * static_cast<int64_t>(std::ceil(p_state / (a * p_attn)));
-  return static_cast<int>(std::max<int64_t>(block, attn_block));
+  const double attn_block = a * std::ceil(p_state / (a * p_attn));
+  if (!(attn_block <= (1 << 24)))
+    throw InputError(spec.path + ": one layer's state (" + std::to_string(p_state) +
+                     " bytes) needs an attention block over 2^24 tokens; check the state sizes");
+  return static_cast<int>(std::max<int64_t>(block, static_cast<int64_t>(attn_block)));
 }
 
 KvCacheLayout build_kv_layout(const ModelSpec& spec, int block_size, DType kv, const StateDtypes& dt,
@@ -301,8 +311,12 @@ int64_t blocks_per_request(const KvCacheLayout& layout, int64_t context, int dcp
 
 int64_t request_bytes_padded(const KvCacheLayout& layout, int64_t context, int dcp) {
   int64_t bytes = 0;
-  for (const auto& g : layout.groups)
-    bytes += group_blocks(g, layout.block_size, context, dcp) * g.page_bytes_per_layer * g.num_layers;
+  for (const auto& g : layout.groups) {
+    int64_t group = 0;
+    if (__builtin_mul_overflow(group_blocks(g, layout.block_size, context, dcp), g.page_bytes_per_layer, &group) ||
+        __builtin_mul_overflow(group, int64_t{g.num_layers}, &group) || __builtin_add_overflow(bytes, group, &bytes))
+      return checked_bytes(1e300, context);  // throws
+  }
   return bytes;
 }
 

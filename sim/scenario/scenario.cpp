@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <climits>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -22,9 +24,13 @@ class Reader {
   }
 
   void only_keys(const YAML::Node& node, const std::string& where, const std::set<std::string>& allowed) const {
-    if (!node.IsMap()) fail(where, "must be a mapping");
+    if (!node.IsMap()) fail(where.empty() ? "(top level)" : where, "must be a mapping");
+    std::set<std::string> seen;
     for (const auto& kv : node) {
-      const std::string k = kv.first.as<std::string>();
+      if (!kv.first.IsScalar()) fail(where.empty() ? "(top level)" : where, "keys must be plain names");
+      const std::string k = kv.first.Scalar();
+      // yaml-cpp keeps both entries of a repeated key and lookups see only one: never pick silently.
+      if (!seen.insert(k).second) fail(join(where, k), "duplicate key");
       if (!allowed.count(k)) {
         std::string known;
         for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
@@ -39,7 +45,7 @@ class Reader {
     if (!n.IsScalar()) fail(key, "must be a string");
     return n.Scalar();
   }
-  int64_t integer(const YAML::Node& n, const std::string& key, int64_t min = INT64_MIN) const {
+  int64_t integer(const YAML::Node& n, const std::string& key, int64_t min = INT64_MIN, int64_t max = INT64_MAX) const {
     if (!n.IsScalar()) fail(key, "must be an integer");
     int64_t v;
     try {
@@ -51,6 +57,7 @@ class Reader {
       fail(key, "must be an integer (got '" + n.Scalar() + "')");
     }
     if (v < min) fail(key, "must be >= " + std::to_string(min) + " (got " + std::to_string(v) + ")");
+    if (v > max) fail(key, "must be <= " + std::to_string(max) + " (got " + std::to_string(v) + ")");
     return v;
   }
   double number(const YAML::Node& n, const std::string& key) const {
@@ -59,10 +66,10 @@ class Reader {
       size_t used = 0;
       const std::string s = n.Scalar();
       double v = std::stod(s, &used);
-      if (used != s.size()) throw std::invalid_argument(s);
+      if (used != s.size() || !std::isfinite(v)) throw std::invalid_argument(s);
       return v;
     } catch (const std::exception&) {
-      fail(key, "must be a number (got '" + n.Scalar() + "')");
+      fail(key, "must be a finite number (got '" + n.Scalar() + "')");
     }
   }
   bool boolean(const YAML::Node& n, const std::string& key) const {
@@ -75,14 +82,22 @@ class Reader {
   double seconds(const YAML::Node& n, const std::string& key) const {
     if (!n.IsScalar()) fail(key, "must be a duration");
     const std::string s = n.Scalar();
+    double v = 0;
     try {
       size_t used = 0;
-      double v = std::stod(s, &used);
-      if (used == s.size()) return v;
-    } catch (const std::exception&) {
+      v = std::stod(s, &used);
+      if (used != s.size()) v = parse_duration(s, source_ + ": " + key).seconds();
+    } catch (const std::invalid_argument&) {
+      v = parse_duration(s, source_ + ": " + key).seconds();
+    } catch (const std::out_of_range&) {
+      fail(key, "duration out of range (got '" + s + "')");
     }
-    return parse_duration(s, source_ + ": " + key).seconds();
+    // The simulated clock counts int64 nanoseconds (about 292 years); keep ample room to add times.
+    if (!std::isfinite(v)) fail(key, "must be a finite duration (got '" + s + "')");
+    if (std::fabs(v) > kMaxSeconds) fail(key, "must be at most 1e9 s (got '" + s + "')");
+    return v;
   }
+  static constexpr double kMaxSeconds = 1e9;
   int64_t bytes(const YAML::Node& n, const std::string& key) const {
     if (!n.IsScalar()) fail(key, "must be a size such as 4GiB");
     return parse_bytes(n.Scalar(), source_ + ": " + key);
@@ -115,7 +130,7 @@ TraceConfig read_trace(const Reader& r, const YAML::Node& n, const std::string& 
   if (!n["path"]) r.fail(where + ".path", "missing");
   t.format = r.str(n["format"], where + ".format");
   t.path = r.str(n["path"], where + ".path");
-  if (n["block_size"]) t.block_size = static_cast<int>(r.integer(n["block_size"], where + ".block_size", 1));
+  if (n["block_size"]) t.block_size = static_cast<int>(r.integer(n["block_size"], where + ".block_size", 1, INT_MAX));
   if (n["limit"]) t.limit = r.integer(n["limit"], where + ".limit", 0);
   if (n["time_scale"]) t.time_scale = r.number(n["time_scale"], where + ".time_scale");
   if (n["skip_bad_lines"]) t.skip_bad_lines = r.boolean(n["skip_bad_lines"], where + ".skip_bad_lines");
@@ -141,7 +156,7 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
   if (n["requests_per_group"]) s.requests_per_group = r.integer(n["requests_per_group"], k("requests_per_group"), 1);
   if (n["prefix_tokens"]) s.prefix_tokens = r.integer(n["prefix_tokens"], k("prefix_tokens"), 0);
   if (n["suffix_tokens"]) s.suffix_tokens = r.integer(n["suffix_tokens"], k("suffix_tokens"), 0);
-  if (n["concurrency"]) s.concurrency = static_cast<int>(r.integer(n["concurrency"], k("concurrency"), 0));
+  if (n["concurrency"]) s.concurrency = static_cast<int>(r.integer(n["concurrency"], k("concurrency"), 0, INT_MAX));
   if (n["order"]) s.order = r.str(n["order"], k("order"));
   if (n["sessions"]) s.sessions = r.integer(n["sessions"], k("sessions"), 0);
   if (n["turns"]) s.turns = r.integer(n["turns"], k("turns"), 1);
@@ -184,11 +199,12 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
   if (n["kind"]) e.kind = r.str(n["kind"], k("kind"));
   if (n["block_size"]) {
     const std::string s = r.str(n["block_size"], k("block_size"));
-    e.block_size = s == "auto" ? 0 : static_cast<int>(r.integer(n["block_size"], k("block_size"), 1));
+    e.block_size = s == "auto" ? 0 : static_cast<int>(r.integer(n["block_size"], k("block_size"), 1, INT_MAX));
   }
   if (n["max_num_batched_tokens"])
-    e.max_num_batched_tokens = static_cast<int>(r.integer(n["max_num_batched_tokens"], k("max_num_batched_tokens"), 1));
-  if (n["max_num_seqs"]) e.max_num_seqs = static_cast<int>(r.integer(n["max_num_seqs"], k("max_num_seqs"), 1));
+    e.max_num_batched_tokens =
+        static_cast<int>(r.integer(n["max_num_batched_tokens"], k("max_num_batched_tokens"), 1, INT_MAX));
+  if (n["max_num_seqs"]) e.max_num_seqs = static_cast<int>(r.integer(n["max_num_seqs"], k("max_num_seqs"), 1, INT_MAX));
   if (n["enable_prefix_caching"])
     e.enable_prefix_caching = r.boolean(n["enable_prefix_caching"], k("enable_prefix_caching"));
   if (n["enable_chunked_prefill"])
@@ -212,11 +228,16 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
     if (e.policy != "fcfs" && e.policy != "priority")
       r.fail(k("policy"), "must be fcfs or priority (got '" + e.policy + "')");
   }
-  if (n["watermark"]) e.watermark = r.number(n["watermark"], k("watermark"));
+  if (n["watermark"]) {
+    e.watermark = r.number(n["watermark"], k("watermark"));
+    if (!(e.watermark >= 0.0 && e.watermark < 1.0))
+      r.fail(k("watermark"), "must be in [0, 1) (got " + n["watermark"].Scalar() + ")");
+  }
   if (n["scheduler_reserve_full_isl"])
     e.scheduler_reserve_full_isl = r.boolean(n["scheduler_reserve_full_isl"], k("scheduler_reserve_full_isl"));
   if (n["tensor_parallel_size"])
-    e.tensor_parallel_size = static_cast<int>(r.integer(n["tensor_parallel_size"], k("tensor_parallel_size"), 1));
+    e.tensor_parallel_size =
+        static_cast<int>(r.integer(n["tensor_parallel_size"], k("tensor_parallel_size"), 1, INT_MAX));
   if (n["latency_model"]) e.latency_model = r.str(n["latency_model"], k("latency_model"));
   if (n["mamba_cache_mode"]) {
     e.mamba_cache_mode = r.str(n["mamba_cache_mode"], k("mamba_cache_mode"));
@@ -234,7 +255,7 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
   if (n["shared_prefix_checkpoint"])
     e.shared_prefix_checkpoint = r.boolean(n["shared_prefix_checkpoint"], k("shared_prefix_checkpoint"));
   if (n["prefix_match_unit"])
-    e.prefix_match_unit = static_cast<int>(r.integer(n["prefix_match_unit"], k("prefix_match_unit"), 0));
+    e.prefix_match_unit = static_cast<int>(r.integer(n["prefix_match_unit"], k("prefix_match_unit"), 0, INT_MAX));
   if (n["kv_connector_partial_hybrid_hits"])
     e.kv_connector_partial_hybrid_hits =
         r.boolean(n["kv_connector_partial_hybrid_hits"], k("kv_connector_partial_hybrid_hits"));

@@ -15,7 +15,9 @@ namespace {
   throw InputError(where + "." + key + ": " + msg);
 }
 
-std::string got(double v) { return " (got " + json_number(v) + ")"; }
+std::string got(double v) {
+  return " (got " + (std::isfinite(v) ? json_number(v) : std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf") + ")";
+}
 std::string got(int64_t v) { return " (got " + std::to_string(v) + ")"; }
 
 void validate_trace(const TraceConfig& t, const std::string& w) {

@@ -1,6 +1,7 @@
 #include "sim/workload/impl/dist_sampling.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "sim/core/errors.h"
@@ -31,13 +32,21 @@ int64_t sample_tokens(const DistSpec& d, RandomStream& rng) {
   }
   x = std::max(x, std::max(d.min, 1.0));
   if (d.max > 0.0) x = std::min(x, d.max);
+  x = std::min(x, kMaxDistValue);  // a far tail of a wide distribution; also keeps llround defined
   return std::max<int64_t>(1, std::llround(x));
 }
 
 double sample_seconds(const DistSpec& d, RandomStream& rng) {
   double x = std::max(sample_raw(d, rng), std::max(d.min, 0.0));
   if (d.max > 0.0) x = std::min(x, d.max);
-  return x;
+  return std::min(x, kMaxDistValue);
+}
+
+SimTime advance_clock(SimTime t, double seconds, const std::string& what) {
+  const double ns = std::nearbyint(seconds * 1e9);
+  if (!(ns >= 0.0) || ns > 9.2e18 || t.ns() > INT64_MAX - static_cast<int64_t>(ns))
+    throw InputError(what + ": arrival times run past the end of the simulated clock (about 292 years)");
+  return t + Duration::ns(static_cast<int64_t>(ns));
 }
 
 void validate_dist(const DistSpec& d, const std::string& where) {
@@ -45,6 +54,7 @@ void validate_dist(const DistSpec& d, const std::string& where) {
   auto got = [](double v) { return " (got " + json_number(v) + ")"; };
   for (double v : {d.value, d.mean, d.stddev, d.min, d.max}) {
     if (!std::isfinite(v)) fail("kind", "parameters must be finite numbers");
+    if (std::fabs(v) > kMaxDistValue) fail("kind", "parameters must be at most 1e9" + got(v));
   }
   if (d.min < 0.0) fail("min", "must be >= 0" + got(d.min));
   if (d.max < 0.0) fail("max", "must be >= 0 (0 = no ceiling)" + got(d.max));

@@ -70,8 +70,9 @@ class MultiTurnSource final : public IRequestSource {
     if (++s.turns_done < config_.turns) {
       s.history.push_back(Segment{r.output_content_id, r.output_tokens});
       s.history_tokens += r.output_tokens;
-      pending_.push(
-          Pending{p.time + duration_from_seconds(sample_seconds(config_.think_time, think_rng_)), seq_++, p.session});
+      pending_.push(Pending{
+          advance_clock(p.time, sample_seconds(config_.think_time, think_rng_), "workload.synthetic.think_time"),
+          seq_++, p.session});
     } else {
       sessions_.erase(it);
     }

@@ -9,7 +9,7 @@ ArrivalProcess::ArrivalProcess(bool gamma, double rate, double cv, RandomStream&
 
 SimTime ArrivalProcess::next() {
   const double gap = gamma_ ? rng_.gamma(shape_, scale_) : rng_.exponential(rate_);
-  now_ = now_ + duration_from_seconds(gap);
+  now_ = advance_clock(now_, gap, "workload.synthetic.rate");
   return now_;
 }
 

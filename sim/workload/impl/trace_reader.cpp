@@ -68,6 +68,11 @@ std::optional<RequestSpec> TraceReader::next() {
     ++emitted_;
     return spec;
   }
+  // An empty file, a header alone or only skipped lines: a run of nothing is not a result.
+  if (emitted_ == 0) {
+    throw InputError(config_.path + ": no requests in the trace (" + std::to_string(line_no_) + " lines read" +
+                     (skipped_ > 0 ? ", " + std::to_string(skipped_) + " malformed lines skipped" : "") + ")");
+  }
   return std::nullopt;
 }
 
@@ -108,7 +113,13 @@ int64_t integer_field(const JsonValue& v, const std::string& field, int64_t lo, 
              std::fabs(v.number()) < 9.0e15) {
     x = static_cast<int64_t>(v.number());
   } else if (v.is_number()) {
-    throw BadLine(field + ": must be an integer (got " + json_number(v.number()) + ")");
+    const double d = v.number();
+    throw BadLine(field + ": must be an integer (got " +
+                  (std::isfinite(d) ? json_number(d)
+                   : std::isnan(d)  ? "NaN"
+                   : d > 0          ? "Infinity"
+                                    : "-Infinity") +
+                  ")");
   } else {
     throw BadLine(field + ": must be an integer");
   }

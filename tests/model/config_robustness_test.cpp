@@ -1,0 +1,155 @@
+// Bad model configs: every one is an InputError naming the file (and the key), never a crash, a
+// division by zero, a huge allocation or a wrapped byte count.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/app/size_report.h"
+#include "sim/core/errors.h"
+#include "sim/model/config_reader.h"
+#include "sim/model/json.h"
+
+namespace kvsim {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(std::string(KVSIM_SOURCE_DIR) + "/" + path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Parses `text` as model "m.json" and builds a size report; returns the InputError message, or ""
+// when the config is accepted. Any other exception fails the test.
+std::string size_text(const std::string& text) {
+  try {
+    const ModelSpec spec = model_from_json(parse_json(text, "m.json"), "m.json", "m");
+    SizeOptions opt;
+    const SizeReport r = build_size_report(spec, opt);
+    EXPECT_GE(r.kv_bytes_per_token, 0);
+    EXPECT_GE(r.state_bytes_per_request, 0);
+    EXPECT_GT(r.spec.params, 0);
+    EXPECT_GT(r.weight_bytes, 0);
+    for (const auto& row : r.contexts) EXPECT_GE(row.bytes, 0);
+    return "";
+  } catch (const InputError& e) {
+    return e.what();
+  }
+}
+
+// Replaces the first occurrence of `"key": <value>` in `text`.
+std::string with_key(std::string text, const std::string& key, const std::string& value) {
+  const std::string k = "\"" + key + "\":";
+  const size_t at = text.find(k);
+  EXPECT_NE(at, std::string::npos) << key;
+  if (at == std::string::npos) return text;
+  size_t v = at + k.size();
+  size_t end = text.find_first_of(",}\n", v);
+  return text.substr(0, v) + " " + value + text.substr(end);
+}
+
+TEST(ConfigRobustness, TruncatedJsonNeverCrashes) {
+  for (const char* model : {"models/qwen3-8b.json", "models/nemotron-h-8b.json", "models/deepseek-v3.2.json"}) {
+    const std::string text = read_text(model);
+    ASSERT_FALSE(text.empty());
+    for (size_t off = 0; off + 1 < text.size(); off += 37) {
+      const std::string err = size_text(text.substr(0, off));
+      EXPECT_NE(err.find("m.json"), std::string::npos) << model << " at " << off << ": " << err;
+    }
+  }
+}
+
+TEST(ConfigRobustness, EveryNumericKeyWithABadValueIsAnErrorOrSane) {
+  // Each top-level integer key of every model set to zero, negative, huge, out of int64 and
+  // fractional: either rejected with the key named, or sized to non-negative numbers.
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(KVSIM_SOURCE_DIR) + "/models")) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string text = read_text("models/" + entry.path().filename().string());
+    const JsonValue doc = parse_json(text, "m.json");
+    for (const auto& [key, v] : doc.object()) {
+      if (!v.is_integer()) continue;
+      for (const char* bad : {"0", "-5", "5000000000", "1e30", "2.5", "\"x\""}) {
+        const std::string err = size_text(with_key(text, key, bad));
+        if (!err.empty()) EXPECT_NE(err.find("m.json"), std::string::npos) << key << "=" << bad << ": " << err;
+      }
+    }
+  }
+}
+
+TEST(ConfigRobustness, ZeroSizesAreErrorsNotDivisionByZero) {
+  // Each of these divided or took a modulo by the value (SIGFPE).
+  const struct {
+    const char* model;
+    const char* key;
+  } cases[] = {{"models/falcon-7b.json", "n_head"},
+               {"models/rwkv6-1b6.json", "head_size"},
+               {"models/deepseek-v3.json", "moe_layer_freq"}};
+  for (const auto& c : cases) {
+    const std::string err = size_text(with_key(read_text(c.model), c.key, "0"));
+    EXPECT_NE(err.find("m.json"), std::string::npos) << c.model << ": " << err;
+  }
+}
+
+TEST(ConfigRobustness, HugeLayerCountIsAnErrorNotBadAlloc) {
+  const std::string err = size_text(with_key(read_text("models/qwen3-8b.json"), "num_hidden_layers", "5000000000"));
+  EXPECT_NE(err.find("'num_hidden_layers'"), std::string::npos) << err;
+}
+
+TEST(ConfigRobustness, NegativeStateSizesAreErrors) {
+  // Accepted before, with negative state bytes per request.
+  for (const char* key : {"mamba_head_dim", "ssm_state_size", "mamba_num_heads"}) {
+    const std::string err = size_text(with_key(read_text("models/nemotron-h-8b.json"), key, "-5"));
+    EXPECT_NE(err.find(std::string("'") + key + "'"), std::string::npos) << err;
+  }
+  const std::string err = size_text(with_key(read_text("models/qwen3.5-4b.json"), "linear_key_head_dim", "-5"));
+  EXPECT_NE(err.find("'linear_key_head_dim'"), std::string::npos) << err;
+}
+
+TEST(ConfigRobustness, KvHeadsMustDivideAttentionHeads) {
+  const std::string err = size_text(with_key(read_text("models/qwen3-8b.json"), "num_key_value_heads", "5"));
+  EXPECT_NE(err.find("'num_key_value_heads'"), std::string::npos) << err;
+  EXPECT_NE(err.find("must divide"), std::string::npos) << err;
+}
+
+TEST(ConfigRobustness, OverflowingParameterCountIsAnError) {
+  // Before: a negative weight size. Every key is in range; the product is not.
+  std::string text = read_text("models/deepseek-v3.json");
+  text = with_key(text, "n_routed_experts", "16384");
+  text = with_key(text, "moe_intermediate_size", "4194304");
+  const std::string err = size_text(text);
+  EXPECT_NE(err.find("parameters"), std::string::npos) << err;
+}
+
+TEST(ConfigRobustness, DuplicateJsonKeysAreErrors) {
+  try {
+    parse_json(R"({"a": 1, "b": 2, "a": 3})", "d.json");
+    FAIL() << "accepted a duplicate key";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("d.json:1:18"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("duplicate key 'a'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ConfigRobustness, BinaryBytesAndBadSurrogatesAreNamedNotEchoed) {
+  try {
+    parse_json(std::string("\x01\x02", 2), "b.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("byte 0x01"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_json(R"({"model_type": "\ud800\u0041"})", "s.json"), InputError);
+}
+
+TEST(ConfigRobustness, DirectoryIsNamedAsSuch) {
+  try {
+    parse_json_file(std::string(KVSIM_SOURCE_DIR) + "/models");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvsim
