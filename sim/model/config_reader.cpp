@@ -192,7 +192,10 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
     const bool sparse = c.has("index_head_dim") || mt == "deepseek_v32";
     if (sparse) {
       a.index_head_dim = static_cast<int>(c.integer("index_head_dim", 1, kMaxDim));
-      c.integer_or("index_n_heads", 64, 1, kMaxHeads);
+      a.index_n_heads = static_cast<int>(c.integer_or("index_n_heads", 64, 1, kMaxHeads));
+      // The lightning indexer picks index_topk earlier tokens per query (DeepSeek-V3.2: 2048); the
+      // cache still stores every token.
+      a.index_topk = static_cast<int>(c.integer_or("index_topk", 2048, 1, 1LL << 30));
     }
     a.num_kv_heads = 1;
     a.head_dim = a.kv_lora_rank + a.qk_rope_head_dim;

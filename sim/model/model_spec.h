@@ -30,6 +30,8 @@ struct AttentionShape {
   int kv_lora_rank = 0;  // MLA latent width
   int qk_rope_head_dim = 0;
   int index_head_dim = 0;  // sparse MLA indexer key width
+  int index_n_heads = 0;   // sparse MLA indexer heads
+  int index_topk = 0;      // sparse MLA: keys each query reads (DeepSeek-V3.2 index_topk)
 };
 
 // Fixed state of one layer for one request, in elements, at tensor-parallel size 1.

@@ -99,7 +99,14 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
         ++mla_layers_;
         ++other_layers;
         mla_flops_per_pair_ = qh_local * (2.0 * (a.kv_lora_rank + a.qk_rope_head_dim) + 2.0 * a.kv_lora_rank);
-        mla_kv_bytes_per_token_ = (a.kv_lora_rank + a.qk_rope_head_dim + a.index_head_dim) * kvb;
+        mla_kv_bytes_per_token_ = (a.kv_lora_rank + a.qk_rope_head_dim) * kvb;
+        if (l.kind == LayerKind::kSparseMla) {
+          // DSA: the indexer scores every earlier token and reads every indexer key; the MLA
+          // attention itself reads the top-k keys (BatchShape *_sparse aggregates).
+          sparse_mla_ = true;
+          indexer_flops_per_pair_ = 2.0 * a.index_n_heads * a.index_head_dim / tp_;
+          indexer_bytes_per_token_ = a.index_head_dim * kvb;
+        }
         break;
       default:
         if (is_state_layer(l.kind)) {
@@ -254,18 +261,26 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
   }
   if (b.num_prefill_tokens > 0) {
     for (const auto& g : attention_) r.prefill_attention_s += attention_prefill(g, b);
-    if (mla_layers_ > 0)
-      r.prefill_attention_s += mla_layers_ * (cal_.gemm.floor_s + mla_flops_per_pair_ * b.prefill_attn_pairs /
-                                                                      (cal_.attention_prefill_eta * gpu_.bf16_flops));
+    if (mla_layers_ > 0) {
+      const double pairs =
+          sparse_mla_ && b.prefill_attn_pairs_sparse > 0 ? b.prefill_attn_pairs_sparse : b.prefill_attn_pairs;
+      const double flops = mla_flops_per_pair_ * pairs + indexer_flops_per_pair_ * b.prefill_attn_pairs;
+      r.prefill_attention_s +=
+          mla_layers_ * (cal_.gemm.floor_s + flops / (cal_.attention_prefill_eta * gpu_.bf16_flops));
+    }
   }
   if (b.num_decode_requests > 0) {
     for (const auto& g : attention_) r.decode_attention_s += attention_decode(g, b);
     if (mla_layers_ > 0) {
-      const double ctx = static_cast<double>(b.decode_context_tokens);
+      const double full = static_cast<double>(b.decode_context_tokens);
+      const double ctx = sparse_mla_ && b.decode_context_tokens_sparse > 0
+                             ? static_cast<double>(b.decode_context_tokens_sparse)
+                             : full;
+      const double bytes = ctx * mla_kv_bytes_per_token_ + full * indexer_bytes_per_token_;
+      const double flops = ctx * mla_flops_per_pair_ + full * indexer_flops_per_pair_;
       r.decode_attention_s +=
-          mla_layers_ * (cal_.gemm.floor_s +
-                         std::max(ctx * mla_kv_bytes_per_token_ / (cal_.attention_decode_eta * gpu_.hbm_bandwidth),
-                                  ctx * mla_flops_per_pair_ / (cal_.attention_prefill_eta * gpu_.bf16_flops)));
+          mla_layers_ * (cal_.gemm.floor_s + std::max(bytes / (cal_.attention_decode_eta * gpu_.hbm_bandwidth),
+                                                      flops / (cal_.attention_prefill_eta * gpu_.bf16_flops)));
     }
   }
   if (state_layers_ > 0) {

@@ -99,6 +99,9 @@ class CalibratedLatencyModel final : public ILatencyModel {
   std::vector<AttentionGroup> attention_;
   int mla_layers_ = 0;
   double mla_flops_per_pair_ = 0, mla_kv_bytes_per_token_ = 0;
+  bool sparse_mla_ = false;             // DeepSeek-V3.2 DSA: main attention over the top-k keys
+  double indexer_flops_per_pair_ = 0;   // lightning indexer, per query-key pair, per rank
+  double indexer_bytes_per_token_ = 0;  // indexer key bytes read per context token
   int moe_layers_ = 0;
   int num_experts_ = 0, topk_ = 0;
   double expert_bytes_ = 0, moe_inter_ = 0;

@@ -29,6 +29,13 @@ struct BatchShape {
   // only its own tokens, i.e. num_prefill_tokens).
   int64_t prefill_context_tokens = 0;
   int64_t prefill_context_tokens_windowed = 0;
+  // Sparse attention (DeepSeek-V3.2 DSA): the same three aggregates with each query's key span capped
+  // at the indexer's top-k. The engine fills them only when its config names a top-k
+  // (EngineConfig::sparse_topk); models then price the main attention on these and the indexer on
+  // the full aggregates. When the top-k is 0 they stay 0 and sparse layers are priced as dense.
+  double prefill_attn_pairs_sparse = 0;
+  int64_t decode_context_tokens_sparse = 0;
+  int64_t prefill_context_tokens_sparse = 0;
 };
 
 class ILatencyModel {

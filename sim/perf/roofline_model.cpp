@@ -85,11 +85,22 @@ RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g,
         kv_read_sliding_ += kv_token;
         break;
       case LayerKind::kMla:
-      case LayerKind::kSparseMla:
         attn_flops_per_pair_full_ +=
             q_heads * (2.0 * (a.kv_lora_rank + a.qk_rope_head_dim) + 2.0 * a.kv_lora_rank) / tp_;
         kv_read_full_ += kv_token;
         break;
+      case LayerKind::kSparseMla: {
+        // DSA: the main MLA attention reads only the indexer's top-k keys; the indexer itself scores
+        // every earlier token (index_n_heads x index_head_dim per pair) and reads every indexer key.
+        const double mla = q_heads * (2.0 * (a.kv_lora_rank + a.qk_rope_head_dim) + 2.0 * a.kv_lora_rank) / tp_;
+        const double indexer = 2.0 * a.index_n_heads * a.index_head_dim / tp_;
+        const double index_key = a.index_head_dim * kvb;
+        attn_flops_per_pair_sparse_ += mla;
+        attn_flops_per_pair_full_ += indexer;
+        kv_read_sparse_ += kv_token - index_key;
+        kv_read_full_ += index_key;
+        break;
+      }
       default:
         break;
     }
@@ -136,7 +147,12 @@ RooflineBreakdown RooflineLatencyModel::breakdown(const BatchShape& b) const {
   const double n = static_cast<double>(b.num_tokens);
   const double samples = static_cast<double>(b.num_decode_requests + b.num_prefill_requests);
   r.matmul_flops = flops_per_token_ * n + flops_per_sample_ * samples;
+  // Sparse layers use the top-k aggregates when the engine supplied them, else the dense ones.
+  const bool sparse = b.prefill_attn_pairs_sparse > 0 || b.decode_context_tokens_sparse > 0;
+  const double sparse_pairs = sparse ? b.prefill_attn_pairs_sparse + static_cast<double>(b.decode_context_tokens_sparse)
+                                     : b.prefill_attn_pairs + static_cast<double>(b.decode_context_tokens);
   r.attention_flops =
+      attn_flops_per_pair_sparse_ * sparse_pairs +
       attn_flops_per_pair_full_ * (b.prefill_attn_pairs + static_cast<double>(b.decode_context_tokens)) +
       attn_flops_per_pair_sliding_ *
           (b.prefill_attn_pairs_windowed + static_cast<double>(b.decode_context_tokens_windowed));
@@ -152,9 +168,12 @@ RooflineBreakdown RooflineLatencyModel::breakdown(const BatchShape& b) const {
       static_cast<double>(b.prefill_context_tokens > 0 ? b.prefill_context_tokens : b.num_prefill_tokens);
   const double prefill_ctx_win = static_cast<double>(
       b.prefill_context_tokens_windowed > 0 ? b.prefill_context_tokens_windowed : b.num_prefill_tokens);
-  r.kv_bytes = kv_read_full_ * (static_cast<double>(b.decode_context_tokens) + prefill_ctx) +
-               kv_read_sliding_ * (static_cast<double>(b.decode_context_tokens_windowed) + prefill_ctx_win) +
-               kv_write_ * n;
+  const double sparse_ctx = sparse
+                                ? static_cast<double>(b.decode_context_tokens_sparse + b.prefill_context_tokens_sparse)
+                                : static_cast<double>(b.decode_context_tokens) + prefill_ctx;
+  r.kv_bytes =
+      kv_read_sparse_ * sparse_ctx + kv_read_full_ * (static_cast<double>(b.decode_context_tokens) + prefill_ctx) +
+      kv_read_sliding_ * (static_cast<double>(b.decode_context_tokens_windowed) + prefill_ctx_win) + kv_write_ * n;
   r.state_bytes =
       state_bytes_per_request_ * static_cast<double>(b.state_requests) + 2.0 * static_cast<double>(b.state_copy_bytes);
 

@@ -88,6 +88,7 @@ class RooflineLatencyModel final : public ILatencyModel {
   double flops_per_sample_ = 0;  // 2 * V * h / TP
   double attn_flops_per_pair_full_ = 0;
   double attn_flops_per_pair_sliding_ = 0;
+  double attn_flops_per_pair_sparse_ = 0;  // sparse MLA main attention, over the top-k aggregates
   double state_flops_per_token_ = 0;
   double weight_bytes_fixed_ = 0;      // all weights (dense) or non-expert weights (MoE), per rank
   double expert_bytes_per_layer_ = 0;  // one expert of one MoE layer, per rank
@@ -96,6 +97,7 @@ class RooflineLatencyModel final : public ILatencyModel {
   int experts_per_token_ = 0;
   double kv_read_full_ = 0;     // bytes per context token, summed over full / MLA layers
   double kv_read_sliding_ = 0;  // same for sliding-window layers
+  double kv_read_sparse_ = 0;   // sparse MLA rows, read over the top-k aggregates
   double kv_write_ = 0;         // bytes per new token, layers that own a cache
   double state_bytes_per_request_ = 0;
   double compute_rate_w_ = 0;     // eta_c * peak for weight GEMMs
