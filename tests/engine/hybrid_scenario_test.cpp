@@ -78,7 +78,16 @@ TEST(HybridScenario, MambaCacheModeResolvesAsVllm) {
   EXPECT_EQ(resolved(nemo, {}).layout.block_size, 1040);
   EXPECT_EQ(resolved(qwen, {"engine.prefix_cache_retention_interval=dense"}).prefix_cache_retention_interval,
             kRetentionDense);
-  EXPECT_THROW(resolved(qwen, {"engine.prefix_match_unit=16"}), InputError);
+  EXPECT_EQ(resolved(qwen, {"engine.prefix_match_unit=16"}).prefix_match_unit, 16);
+  EXPECT_EQ(resolved(qwen, {"engine.prefix_match_unit=528"}).prefix_match_unit, 528);
+  // 528 = 2^4 * 3 * 11: 32 does not divide it.
+  try {
+    resolved(qwen, {"engine.prefix_match_unit=32"});
+    ADD_FAILURE() << "prefix_match_unit 32 accepted with block 528";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("engine.prefix_match_unit"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("528"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(resolved(qwen, {"engine.prefix_cache_retention_interval=1000"}), InputError);
   EXPECT_THROW(load_scenario(qwen, {"engine.mamba_cache_mode=sometimes"}), InputError);
 }
