@@ -266,7 +266,10 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       if (victim == slot) break;
     }
     if (!scheduled) continue;  // `slot` left running_; index i now holds the next request
-    out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed});
+    const int64_t b = kv_.block_size(), unit = kv_.hash_unit();
+    const bool copy_out =
+        kv_.partial_hash_hits() && r.num_computed % b != 0 && r.num_computed == r.prompt_tokens / unit * unit;
+    out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed, copy_out});
     register_blocks(slot, std::min(r.num_computed + n, r.num_tokens));
     budget -= n;
     ++i;
@@ -320,7 +323,8 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       if (config_.enable_prefix_caching) attribute_miss(r, hit_.num_tokens, hit_.attention_tokens);
     }
     r.num_computed = hit_.num_tokens;
-    out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed});
+    const bool cow = kv_.partial_hash_hits() && hit_.num_tokens % kv_.block_size() != 0;
+    out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed, cow});
     register_blocks(slot, std::min(r.num_computed + n, r.num_tokens));
     budget -= n;
   }

@@ -30,6 +30,9 @@ struct ScheduledRequest {
   int slot = 0;
   int64_t num_tokens = 0;           // scheduled this step
   int64_t num_computed_before = 0;  // computed tokens (hit included) before this step
+  // Partial hash hits: this step first copies a state block (copy-on-write of a hit ending inside a
+  // block, or the copy-out of the request's own partial tail state).
+  bool partial_state_copy = false;
 };
 
 struct SchedulerOutput {

@@ -98,6 +98,10 @@ TEST(PrefixMatchUnit, AFollowUpTurnResumesAtThePreviousPromptsLastUnitBoundary) 
   // each state group holds the private copy of the 2192 state (its running block, column 4).
   ASSERT_GE(on.held.size(), 4u);
   EXPECT_EQ(on.held[3].at(2), (std::vector<int64_t>{5, 1, 1, 1}));
+  // State copies (3 groups x 1000-byte page): 2112 -> 2192 crosses into column 4; 2192 -> 2200 first
+  // copies the tail state out of the running block; turn 2's first step copies the hit state on write;
+  // its last step copies out its own tail (2496).
+  EXPECT_EQ(on.state_copy_bytes, (std::vector<int64_t>{0, 3000, 3000, 3000, 3000}));
 
   // Without the unit only the last block-aligned saved state is reused.
   const RequestRecord& q0 = off.sink.requests[2];
@@ -184,7 +188,7 @@ TEST(PrefixMatchUnit, ConversationsUnderPressureKeepInvariantsAndAreDeterministi
     }
     return reqs;
   };
-  for (int64_t blocks : {40, 4000}) {
+  for (int64_t blocks : {24, 40, 4000}) {
     HybridOutcome a, b;
     simulate_hybrid(qwen35_like(kUnit, blocks), workload(), a, 4, true);
     simulate_hybrid(qwen35_like(kUnit, blocks), workload(), b, 4, true);
@@ -196,7 +200,9 @@ TEST(PrefixMatchUnit, ConversationsUnderPressureKeepInvariantsAndAreDeterministi
       EXPECT_LE(rec.cached_tokens, rec.prompt_tokens - 1) << id;
       cached += rec.cached_tokens;
     }
-    if (blocks == 4000) EXPECT_GT(cached, 0);
+    if (blocks == 24) EXPECT_GT(a.result.preemptions, 0);  // preempted requests re-hit their own tails
+    if (blocks <= 40) EXPECT_GT(a.result.evictions, 0);
+    EXPECT_GT(cached, 0) << blocks;
   }
 }
 
