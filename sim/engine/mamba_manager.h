@@ -12,6 +12,9 @@
 // mode by the retention policy (set_boundaries). A block registered in the current step cannot be
 // reused until the next one (vLLM cached_blocks_this_step): num_blocks_to_allocate then asks for more
 // blocks than the pool has, which defers the request.
+// prefix_match_unit below B (align only): a step ending exactly at the prompt's last unit boundary
+// inside a block registers the running block as a partial tail entry (cache_partial_tail); lookups
+// then scan every unit boundary (find_partial_hit), and a hit inside a block is copied on write.
 #include <cstdint>
 #include <vector>
 

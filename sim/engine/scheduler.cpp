@@ -104,7 +104,9 @@ void Scheduler::register_blocks(int slot, int64_t num_tokens) {
   if (kv_.partial_hash_hits()) {
     kv_.cache_partial_tails(slot, r.hasher.fine_hashes(), r.prompt_tokens, num_tokens, &r.record.saved_state_positions);
     // The prompt's tail block is never registered whole before it fills: remember its run-boundary
-    // prefixes so a later match ending inside it is attributed (kPartialBlock).
+    // prefixes so a later match ending inside it is attributed (kPartialBlock). Only with the unit on
+    // (the default attribution, and its reported numbers, count whole registered blocks only), so
+    // lost-token totals of runs with and without the unit differ by this tail accounting.
     if (num_tokens % b != 0 && num_tokens <= r.prompt_tokens) {
       boundaries_.clear();
       r.hasher.boundary_keys(r.seq, num_tokens / b, num_tokens, boundaries_);

@@ -105,5 +105,21 @@ TEST(HybridScenario, AllModeSavesAStateAtEveryBoundary) {
   EXPECT_GE(res.summary.prefix_cache.hit_requests, 4 * 6);
 }
 
+TEST(HybridScenario, PrefixMatchUnitLetsChatTurnsResumeAtThePreviousPromptEnd) {
+  // Multi-turn chat: with unit 16 each turn can resume at the previous prompt's last 16-token
+  // boundary instead of its last block-aligned state, so more tokens are reused and fewer attention
+  // matches go without a state.
+  const std::string mt = "scenarios/hybrid/qwen35-4b-multiturn.yaml";
+  const SimulationResult off = run_simulation(load_scenario(mt, {}));
+  const SimulationResult on = run_simulation(load_scenario(mt, {"engine.prefix_match_unit=16"}));
+  EXPECT_EQ(on.engine.prefix_match_unit, 16);
+  EXPECT_EQ(off.summary.requests.finished, 128);
+  EXPECT_EQ(on.summary.requests.finished, 128);
+  EXPECT_GT(on.summary.prefix_cache.hit_tokens, off.summary.prefix_cache.hit_tokens);
+  const auto no_state = static_cast<size_t>(MissCause::kNoSavedState);
+  EXPECT_LT(on.summary.prefix_cache.lost_tokens_by_cause[no_state],
+            off.summary.prefix_cache.lost_tokens_by_cause[no_state]);
+}
+
 }  // namespace
 }  // namespace kvsim
