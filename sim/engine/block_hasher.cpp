@@ -76,6 +76,15 @@ void BlockHasher::clear() {
   block_cursor_ = 0;
 }
 
+size_t BlockHasher::locate(const TokenSequence& seq, size_t cursor, int64_t pos) {
+  // The cursor moved past the last run when a block ended with it; output tokens appended later may
+  // extend that run (then `pos` lies in it, behind the cursor) or start a new one.
+  const auto& runs = seq.runs();
+  if (cursor < runs.size() && runs[cursor].start <= pos && pos < runs[cursor].start + runs[cursor].length)
+    return cursor;
+  return seq.run_at(pos);
+}
+
 uint64_t BlockHasher::parent(int64_t k) const { return k == 0 ? kNoneHash : hashes_[static_cast<size_t>(k - 1)]; }
 
 BlockHasher::Digest BlockHasher::hash_piece(const TokenSequence& seq, int64_t begin, int64_t size, size_t run,
@@ -145,6 +154,7 @@ void BlockHasher::extend(const TokenSequence& seq) {
     const int64_t full = seq.size() / block_size_;
     while (static_cast<int64_t>(hashes_.size()) < full) {
       const int64_t k = static_cast<int64_t>(hashes_.size());
+      run_cursor_ = locate(seq, run_cursor_, k * block_size_);
       const Digest p{parent(k), k == 0 ? kNoneHash : (has_images_ ? text_hashes_[static_cast<size_t>(k - 1)] : 0)};
       const Digest d = hash_piece(seq, k * block_size_, block_size_, run_cursor_, (k + 1) * block_size_, p, nullptr);
       hashes_.push_back(d.main);
@@ -162,6 +172,7 @@ void BlockHasher::extend(const TokenSequence& seq) {
   const int64_t units = seq.size() / unit_;
   while (static_cast<int64_t>(fine_.size()) < units) {
     const int64_t j = static_cast<int64_t>(fine_.size());
+    run_cursor_ = locate(seq, run_cursor_, j * unit_);
     const Digest p{j == 0 ? kNoneHash : fine_[static_cast<size_t>(j - 1)],
                    j == 0 ? kNoneHash : (has_images_ ? fine_text_[static_cast<size_t>(j - 1)] : 0)};
     const Digest d = hash_piece(seq, j * unit_, unit_, run_cursor_, (j + 1) * unit_, p, nullptr);
@@ -172,6 +183,7 @@ void BlockHasher::extend(const TokenSequence& seq) {
     if ((j + 1) % per_block != 0) continue;
     hashes_.push_back(d.main);
     if (has_images_) text_hashes_.push_back(d.text);
+    block_cursor_ = locate(seq, block_cursor_, next - block_size_);
     inner_boundary_.push_back(runs[block_cursor_].start + runs[block_cursor_].length < next);
     while (block_cursor_ < runs.size() && runs[block_cursor_].start + runs[block_cursor_].length <= next)
       ++block_cursor_;

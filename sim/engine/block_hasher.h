@@ -84,6 +84,8 @@ class BlockHasher {
     uint64_t text;
   };
   uint64_t parent(int64_t k) const;
+  // The index of the run holding `pos`: `cursor` when it does, else a binary search.
+  static size_t locate(const TokenSequence& seq, size_t cursor, int64_t pos);
   // The digest of the piece [begin, end) (end <= begin + size) chained on `parent`; appends run-boundary
   // prefix keys inside (begin, begin + size) to `boundaries` if non-null.
   Digest hash_piece(const TokenSequence& seq, int64_t begin, int64_t size, size_t run, int64_t end, Digest parent,

@@ -14,7 +14,8 @@
 
 namespace kvsim {
 
-// A prefix hit: the blocks backing it in every group, and its length in tokens (a block multiple).
+// A prefix hit: the blocks backing it in every group, and its length in tokens (a block multiple, or
+// with partial hash hits a unit multiple: the last block is then partly used and copied on write).
 struct CacheHit {
   std::vector<std::vector<BlockId>> blocks;  // per group
   int64_t num_tokens = 0;

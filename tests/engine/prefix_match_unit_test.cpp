@@ -59,6 +59,27 @@ TEST(PrefixMatchUnitHasher, BlockHashIsTheHashAtItsLastUnitBoundary) {
   EXPECT_EQ(coarse.has_inner_boundary(1), ha.has_inner_boundary(1));  // the run boundary at 100
 }
 
+TEST(PrefixMatchUnitHasher, DecodeTokensExtendingARunThatEndedABlockHashLikeOneSequence) {
+  // The output run ends block 4 exactly (80 = 5 x 16); the next output token extends that same run.
+  // Hashing one token at a time must give the hashes of the whole sequence hashed at once (the run
+  // cursor used to point past the last run here and read out of bounds).
+  for (int unit : {0, 4}) {
+    RequestSpec spec = make_request(1, 0, {text(7, 64)}, 1);
+    BlockHasher inc(16, spec, unit), whole(16, spec, unit);
+    TokenSequence seq(spec.prompt), all(spec.prompt);
+    inc.extend(seq);
+    for (int64_t j = 0; j < 40; ++j) {
+      seq.append(99, j, 1, false);
+      inc.extend(seq);
+    }
+    all.append(99, 0, 40, false);
+    whole.extend(all);
+    EXPECT_EQ(inc.hashes(), whole.hashes()) << unit;
+    EXPECT_EQ(inc.fine_hashes(), whole.fine_hashes()) << unit;
+    EXPECT_EQ(inc.hashes().size(), 104u / 16) << unit;
+  }
+}
+
 TEST(PrefixMatchUnit, AFollowUpTurnResumesAtThePreviousPromptsLastUnitBoundary) {
   // Turn 1: L = 2200. The align split stops at floor(2200 / 528) * 528 = 2112 (a full-block state,
   // kept as the replay boundary floor(2199 / 528) * 528), then at the tail stop
