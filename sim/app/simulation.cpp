@@ -86,10 +86,12 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   const MambaCacheMode mode = resolve_mamba_cache_mode(s, model);
   if (hybrid_state && mode == MambaCacheMode::kAll && kind == EngineKind::kVllm)
     block = all_mode_block_size(model, std::max(e.block_size, 0), kv, sdt, par.tp);
-  if (e.prefix_match_unit != 0 && e.prefix_match_unit != block)
-    throw InputError(s.path + ": engine.prefix_match_unit: a unit below the block size (" + std::to_string(block) +
-                     ") is not modelled yet (got " + std::to_string(e.prefix_match_unit) + "); use 0 or " +
-                     std::to_string(block));
+  // vLLM prefix_match_unit (hash_block_size): every KV cache group's block size must be divisible by it.
+  // It takes effect only on hybrids in align mode with prefix caching (partial hash hits); elsewhere
+  // vLLM falls back to whole-block hashing and so does kvsim (validated all the same).
+  if (e.prefix_match_unit < 0 || (e.prefix_match_unit > 0 && block % e.prefix_match_unit != 0))
+    throw InputError(s.path + ": engine.prefix_match_unit: must divide the block size " + std::to_string(block) +
+                     " (got " + std::to_string(e.prefix_match_unit) + "); 0 means the block size");
   if (e.prefix_cache_retention_interval && *e.prefix_cache_retention_interval > 0 &&
       *e.prefix_cache_retention_interval % block != 0)
     throw InputError(s.path + ": engine.prefix_cache_retention_interval: must be a multiple of the block size " +

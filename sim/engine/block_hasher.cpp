@@ -49,8 +49,11 @@ uint64_t hash_string(const std::string& s) {
   return h;
 }
 
-BlockHasher::BlockHasher(int block_size, const RequestSpec& spec) : block_size_(block_size) {
+BlockHasher::BlockHasher(int block_size, const RequestSpec& spec, int hash_unit)
+    : block_size_(block_size), unit_(hash_unit > 0 ? hash_unit : block_size) {
   KVSIM_CHECK(block_size > 0, "block size must be positive");
+  KVSIM_CHECK(unit_ <= block_size && block_size % unit_ == 0,
+              "hash unit " << unit_ << " does not divide the block size " << block_size);
   has_lora_ = !spec.lora.empty();
   has_salt_ = !spec.cache_salt.empty();
   if (has_lora_) lora_key_ = hash_string(spec.lora);
@@ -65,20 +68,34 @@ void BlockHasher::clear() {
   text_hashes_.shrink_to_fit();
   inner_boundary_.clear();
   inner_boundary_.shrink_to_fit();
+  fine_.clear();
+  fine_.shrink_to_fit();
+  fine_text_.clear();
+  fine_text_.shrink_to_fit();
   run_cursor_ = 0;
+  block_cursor_ = 0;
+}
+
+size_t BlockHasher::locate(const TokenSequence& seq, size_t cursor, int64_t pos) {
+  // The cursor moved past the last run when a block ended with it; output tokens appended later may
+  // extend that run (then `pos` lies in it, behind the cursor) or start a new one.
+  const auto& runs = seq.runs();
+  if (cursor < runs.size() && runs[cursor].start <= pos && pos < runs[cursor].start + runs[cursor].length)
+    return cursor;
+  return seq.run_at(pos);
 }
 
 uint64_t BlockHasher::parent(int64_t k) const { return k == 0 ? kNoneHash : hashes_[static_cast<size_t>(k - 1)]; }
 
-BlockHasher::Digest BlockHasher::hash_block(const TokenSequence& seq, int64_t k, size_t run, int64_t end,
+BlockHasher::Digest BlockHasher::hash_piece(const TokenSequence& seq, int64_t begin, int64_t size, size_t run,
+                                            int64_t end, Digest parent_digest,
                                             std::vector<std::pair<int64_t, uint64_t>>* boundaries) const {
-  const int64_t begin = k * block_size_;
   const auto& runs = seq.runs();
   Mixer tok(kBlockSeed);
-  tok.add(parent(k));
+  tok.add(parent_digest.main);
   // The text-only chain (image keys dropped) runs on its own parents.
   Mixer tok_text(kBlockSeed);
-  if (has_images_) tok_text.add(k == 0 ? kNoneHash : text_hashes_[static_cast<size_t>(k - 1)]);
+  if (has_images_) tok_text.add(parent_digest.text);
   auto add_tok = [&](uint64_t v) {
     tok.add(v);
     if (has_images_) tok_text.add(v);
@@ -94,7 +111,7 @@ BlockHasher::Digest BlockHasher::hash_block(const TokenSequence& seq, int64_t k,
       f.add(kLoraTag);
       f.add(lora_key_);
     }
-    if (has_salt_ && k == 0) {
+    if (has_salt_ && begin == 0) {
       f.add(kSaltTag);
       f.add(salt_key_);
     }
@@ -120,8 +137,7 @@ BlockHasher::Digest BlockHasher::hash_block(const TokenSequence& seq, int64_t k,
       add_tok(static_cast<uint64_t>(len));
     }
     pos = piece_end;
-    if (boundaries != nullptr && pos > begin && pos < begin + block_size_ &&
-        (pos == end || pos == r.start + r.length)) {
+    if (boundaries != nullptr && pos > begin && pos < begin + size && (pos == end || pos == r.start + r.length)) {
       boundaries->emplace_back(pos, finish(tok, true, kBoundaryTag));
     }
     if (pos == r.start + r.length) ++run;
@@ -133,17 +149,44 @@ BlockHasher::Digest BlockHasher::hash_block(const TokenSequence& seq, int64_t k,
 }
 
 void BlockHasher::extend(const TokenSequence& seq) {
-  const int64_t full = seq.size() / block_size_;
-  while (static_cast<int64_t>(hashes_.size()) < full) {
-    const int64_t k = static_cast<int64_t>(hashes_.size());
-    const Digest d = hash_block(seq, k, run_cursor_, (k + 1) * block_size_, nullptr);
+  const auto& runs = seq.runs();
+  if (unit_ == block_size_) {
+    const int64_t full = seq.size() / block_size_;
+    while (static_cast<int64_t>(hashes_.size()) < full) {
+      const int64_t k = static_cast<int64_t>(hashes_.size());
+      run_cursor_ = locate(seq, run_cursor_, k * block_size_);
+      const Digest p{parent(k), k == 0 ? kNoneHash : (has_images_ ? text_hashes_[static_cast<size_t>(k - 1)] : 0)};
+      const Digest d = hash_piece(seq, k * block_size_, block_size_, run_cursor_, (k + 1) * block_size_, p, nullptr);
+      hashes_.push_back(d.main);
+      if (has_images_) text_hashes_.push_back(d.text);
+      // Advance the cursor to the run holding the next block's first token.
+      const int64_t next = (k + 1) * block_size_;
+      inner_boundary_.push_back(runs[run_cursor_].start + runs[run_cursor_].length < next);
+      while (run_cursor_ < runs.size() && runs[run_cursor_].start + runs[run_cursor_].length <= next) ++run_cursor_;
+    }
+    return;
+  }
+  // Fine hashes every unit_ tokens, chained; block k's hash is the one at its last fine boundary
+  // (vLLM BlockHashListWithBlockSize).
+  const int64_t per_block = block_size_ / unit_;
+  const int64_t units = seq.size() / unit_;
+  while (static_cast<int64_t>(fine_.size()) < units) {
+    const int64_t j = static_cast<int64_t>(fine_.size());
+    run_cursor_ = locate(seq, run_cursor_, j * unit_);
+    const Digest p{j == 0 ? kNoneHash : fine_[static_cast<size_t>(j - 1)],
+                   j == 0 ? kNoneHash : (has_images_ ? fine_text_[static_cast<size_t>(j - 1)] : 0)};
+    const Digest d = hash_piece(seq, j * unit_, unit_, run_cursor_, (j + 1) * unit_, p, nullptr);
+    fine_.push_back(d.main);
+    if (has_images_) fine_text_.push_back(d.text);
+    const int64_t next = (j + 1) * unit_;
+    while (run_cursor_ < runs.size() && runs[run_cursor_].start + runs[run_cursor_].length <= next) ++run_cursor_;
+    if ((j + 1) % per_block != 0) continue;
     hashes_.push_back(d.main);
     if (has_images_) text_hashes_.push_back(d.text);
-    // Advance the cursor to the run holding the next block's first token.
-    const int64_t next = (k + 1) * block_size_;
-    const auto& runs = seq.runs();
-    inner_boundary_.push_back(runs[run_cursor_].start + runs[run_cursor_].length < next);
-    while (run_cursor_ < runs.size() && runs[run_cursor_].start + runs[run_cursor_].length <= next) ++run_cursor_;
+    block_cursor_ = locate(seq, block_cursor_, next - block_size_);
+    inner_boundary_.push_back(runs[block_cursor_].start + runs[block_cursor_].length < next);
+    while (block_cursor_ < runs.size() && runs[block_cursor_].start + runs[block_cursor_].length <= next)
+      ++block_cursor_;
   }
 }
 
@@ -153,7 +196,8 @@ void BlockHasher::boundary_keys(const TokenSequence& seq, int64_t k, int64_t end
   end = std::min({end, begin + block_size_, seq.size()});
   if (end <= begin) return;
   KVSIM_CHECK(k <= static_cast<int64_t>(hashes_.size()), "parent of block " << k << " not hashed");
-  hash_block(seq, k, seq.run_at(begin), end, &out);
+  const Digest p{parent(k), k == 0 ? kNoneHash : (has_images_ ? text_hashes_[static_cast<size_t>(k - 1)] : 0)};
+  hash_piece(seq, begin, block_size_, seq.run_at(begin), end, p, &out);
 }
 
 }  // namespace kvsim

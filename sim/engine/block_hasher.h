@@ -51,10 +51,18 @@ uint64_t hash_string(const std::string& s);
 class BlockHasher {
  public:
   BlockHasher() = default;
-  BlockHasher(int block_size, const RequestSpec& spec);
-  // Hashes every full block of `seq` not hashed yet.
+  // `hash_unit` (vLLM hash_block_size, from prefix_match_unit): 0 or block_size hashes whole blocks;
+  // a divisor of block_size hashes every hash_unit tokens, chained, and a block's hash is the hash at
+  // its last unit boundary. Fine hashing costs O(tokens / hash_unit); only hybrids with partial hash
+  // hits ask for it.
+  BlockHasher(int block_size, const RequestSpec& spec, int hash_unit = 0);
+  // Hashes every full block (and, with a finer unit, every full unit) of `seq` not hashed yet.
   void extend(const TokenSequence& seq);
   const std::vector<uint64_t>& hashes() const { return hashes_; }
+  // Hashes at every unit boundary (empty when the unit is the block size): fine_hashes()[j] keys the
+  // prefix of (j + 1) * hash_unit() tokens.
+  const std::vector<uint64_t>& fine_hashes() const { return fine_; }
+  int hash_unit() const { return unit_; }
   // The hash block k would have without image keys (== hashes()[k] when the request has no image):
   // used to attribute a miss to a different image.
   uint64_t text_only_hash(size_t k) const { return has_images_ ? text_hashes_[k] : hashes_[k]; }
@@ -76,19 +84,27 @@ class BlockHasher {
     uint64_t text;
   };
   uint64_t parent(int64_t k) const;
-  Digest hash_block(const TokenSequence& seq, int64_t k, size_t run, int64_t end,
+  // The index of the run holding `pos`: `cursor` when it does, else a binary search.
+  static size_t locate(const TokenSequence& seq, size_t cursor, int64_t pos);
+  // The digest of the piece [begin, end) (end <= begin + size) chained on `parent`; appends run-boundary
+  // prefix keys inside (begin, begin + size) to `boundaries` if non-null.
+  Digest hash_piece(const TokenSequence& seq, int64_t begin, int64_t size, size_t run, int64_t end, Digest parent,
                     std::vector<std::pair<int64_t, uint64_t>>* boundaries) const;
 
   int block_size_ = 16;
+  int unit_ = 16;
   uint64_t lora_key_ = 0;
   uint64_t salt_key_ = 0;
   bool has_lora_ = false;
   bool has_salt_ = false;
   bool has_images_ = false;
-  size_t run_cursor_ = 0;  // run containing the first token of the next block to hash
+  size_t run_cursor_ = 0;    // run containing the first token of the next block (unit) to hash
+  size_t block_cursor_ = 0;  // fine mode: run containing the first token of the next block
   std::vector<uint64_t> hashes_;
   std::vector<uint64_t> text_hashes_;  // only when has_images_
   std::vector<uint8_t> inner_boundary_;
+  std::vector<uint64_t> fine_;       // only when unit_ < block_size_
+  std::vector<uint64_t> fine_text_;  // only then and when has_images_
 };
 
 }  // namespace kvsim

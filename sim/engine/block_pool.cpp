@@ -90,7 +90,7 @@ void BlockPool::link_before(BlockId b, BlockId at) {
   meta_[static_cast<size_t>(at)].prev = b;
 }
 
-void BlockPool::evict(BlockId b) {
+void BlockPool::unindex(BlockId b) {
   const auto i = static_cast<size_t>(b);
   BlockHashIndex::Entry* it = cached_.find(meta_[i].key);
   KVSIM_CHECK(it != nullptr, "hashed block " << b << " missing from the cached map");
@@ -112,7 +112,26 @@ void BlockPool::evict(BlockId b) {
   }
   meta_[i].dup_next = meta_[i].dup_prev = kNoBlock;
   meta_[i].has_key = 0;
+}
+
+void BlockPool::evict(BlockId b) {
+  unindex(b);
   ++evictions_;
+}
+
+void BlockPool::drop_hash(BlockId b) {
+  const auto i = static_cast<size_t>(b);
+  KVSIM_CHECK(meta_[i].ref_cnt > 0, "drop_hash on free block " << b);
+  if (meta_[i].has_key) unindex(b);
+}
+
+void BlockPool::move_hash(BlockId from, BlockId to) {
+  const auto i = static_cast<size_t>(from);
+  KVSIM_CHECK(meta_[i].ref_cnt > 0 && meta_[static_cast<size_t>(to)].ref_cnt > 0, "move_hash between free blocks");
+  if (!meta_[i].has_key) return;
+  const uint64_t key = meta_[i].key;
+  unindex(from);
+  cache_block(to, key);
 }
 
 void BlockPool::get_new_blocks(int64_t n, std::vector<BlockId>& out) {

@@ -71,6 +71,12 @@ class BlockPool {
   void free_blocks(std::span<const BlockId> ordered);
   // Registers a full block under `key` (vLLM cache_full_blocks). The block must hold no hash yet.
   void cache_block(BlockId b, uint64_t key);
+  // Removes a held block's hash from the prefix cache, if any (a partial-tail entry superseded when
+  // the block fills; not an eviction).
+  void drop_hash(BlockId b);
+  // Moves the hash of held block `from` to held block `to` (which must hold none): vLLM
+  // move_block_hashes, used when a partial-tail state is copied out of a running block.
+  void move_hash(BlockId from, BlockId to);
 
   int32_t ref_cnt(BlockId b) const { return meta_[static_cast<size_t>(b)].ref_cnt; }
   bool has_hash(BlockId b) const { return meta_[static_cast<size_t>(b)].has_key != 0; }
@@ -82,6 +88,7 @@ class BlockPool {
   void unlink(BlockId b);
   void link_before(BlockId b, BlockId at);
   void evict(BlockId b);
+  void unindex(BlockId b);
 
   bool enable_caching_;
   BlockId sentinel_;  // index N: the list head/tail sentinel

@@ -44,7 +44,13 @@ struct EngineConfig {
   // vLLM PR #37898 (Marconi junction): when attention matches more than the state, stop a prefill
   // chunk at the block-floored attention match and keep that state.
   bool shared_prefix_checkpoint = true;
-  // vLLM prefix_match_unit: hash granularity in tokens (0 = block size). Must divide the block size.
+  // vLLM prefix_match_unit (hash_block_size, PR #46384): hash granularity in tokens (0 = block size);
+  // must divide the block size. Below the block size on a hybrid in align mode with prefix caching it
+  // enables partial hash hits: hashes every unit, partial tail entries at the prompt's last unit
+  // boundary floor(L / unit) * unit in the attention and state groups (reached by an align-split
+  // stop), attention hits at any registered unit boundary inside a block, state hits only at saved
+  // states and tail entries, a hit inside a block copied on write. Elsewhere (plain models, mode
+  // none/all, caching off) vLLM falls back to whole-block hashing and so does kvsim.
   int prefix_match_unit = 0;
   // A KV connector that accepts partial hybrid hits: attention blocks are reused up to the attention
   // match, the state is recomputed from the last saved state at or below it.

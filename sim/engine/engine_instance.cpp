@@ -110,7 +110,9 @@ BatchShape EngineInstance::batch_shape() const {
       // vLLM preprocess_mamba: a step that crosses into a new block column first copies the state
       // forward (from the hit block too); "all" writes a state per boundary crossed.
       const int64_t crossed = (c + n + bs - 1) / bs - (c + bs - 1) / bs;
-      if (checkpoints && c > 0 && crossed > 0)
+      // Partial hash hits: one more state copy (copy-on-write of a partial hit, or the copy-out of the
+      // request's own partial tail); the attention block copied on write is not timed.
+      if (checkpoints && ((c > 0 && crossed > 0) || s.partial_state_copy))
         b.state_copy_bytes += kv.state_bytes() * (config_.mamba_cache_mode == MambaCacheMode::kAll ? crossed : 1);
     }
     const bool decode = n == 1 && c >= r.prompt_tokens;

@@ -26,6 +26,17 @@ class ISingleTypeManager {
   // out.size() * block_size.
   virtual void find_longest_cache_hit(std::span<const uint64_t> hashes, int64_t max_length,
                                       std::vector<BlockId>& out) const = 0;
+  // Partial hash hits (vLLM prefix_match_unit below the block size, hybrids in align mode): `fine`
+  // holds the hashes at every `unit` boundary. Returns the hit length in tokens, a multiple of `unit`;
+  // `out` holds cdiv(hit, B) blocks, the last one partly used when the hit ends inside a block.
+  // Default: the block-granular search above.
+  virtual int64_t find_partial_hit(std::span<const uint64_t> hashes, std::span<const uint64_t> fine, int unit,
+                                   int64_t max_length, std::vector<BlockId>& out) const = 0;
+  // Partial hash hits: registers the prompt's last unit boundary floor(prompt / unit) * unit when it
+  // lies inside a block and `num_tokens` reached it (vLLM _cache_partial_tail_block). Returns the
+  // position registered, or 0.
+  virtual int64_t cache_partial_tail(int slot, std::span<const uint64_t> fine, int unit, int64_t prompt_tokens,
+                                     int64_t num_tokens) = 0;
   // Frees blocks no longer needed once `num_computed_tokens` are processed (sliding window, state).
   virtual void remove_skipped_blocks(int slot, int64_t num_computed_tokens) = 0;
   // Blocks to take from the free queue so `slot` holds `num_tokens` tokens, counting hit blocks that

@@ -57,14 +57,30 @@ void KvCacheCoordinator::init(const KvCacheLayout& layout, int64_t max_in_flight
     }
   }
   has_full_attention_ = found_full;
+  // vLLM resolve_kv_cache_block_sizes: hash_block_size = prefix_match_unit, falling back to the
+  // scheduler block size when prefix caching is off or a Mamba group is not in align mode; partial
+  // hash hits need it below the block size with Mamba in align mode. A single-group (plain) model
+  // always hashes whole blocks; a plain multi-group model hashes finer but hits stay block-aligned,
+  // so the unit changes nothing there and is ignored.
+  if (c.prefix_match_unit > 0 && c.prefix_match_unit < block_size_ && !state_managers_.empty() &&
+      mode == MambaCacheMode::kAlign) {
+    KVSIM_CHECK(block_size_ % c.prefix_match_unit == 0,
+                "prefix_match_unit " << c.prefix_match_unit << " does not divide the block size " << block_size_);
+    for (const auto& m : managers_)
+      KVSIM_CHECK(m->kind() != KvGroupKind::kSlidingWindow,
+                  "prefix_match_unit below the block size with sliding-window groups is not supported (vLLM "
+                  "neither)");
+    partial_hash_hits_ = true;
+    hash_unit_ = c.prefix_match_unit;
+  }
   for (int g = 0; g < num_groups(); ++g)
     if (managers_[static_cast<size_t>(g)]->kind() == KvGroupKind::kFullAttention) lookup_order_.push_back(g);
   for (int g = 0; g < num_groups(); ++g)
     if (managers_[static_cast<size_t>(g)]->kind() != KvGroupKind::kFullAttention) lookup_order_.push_back(g);
 }
 
-void KvCacheCoordinator::find_longest_cache_hit(std::span<const uint64_t> hashes, int64_t max_length,
-                                                CacheHit& out) const {
+void KvCacheCoordinator::find_longest_cache_hit(std::span<const uint64_t> hashes, int64_t max_length, CacheHit& out,
+                                                std::span<const uint64_t> fine) const {
   out.blocks.resize(managers_.size());
   out.clear();
   if (!enable_caching_ || max_length <= 0) return;
@@ -76,8 +92,13 @@ void KvCacheCoordinator::find_longest_cache_hit(std::span<const uint64_t> hashes
     const int64_t before = length;
     for (int g : lookup_order_) {
       auto& blocks = out.blocks[static_cast<size_t>(g)];
-      managers_[static_cast<size_t>(g)]->find_longest_cache_hit(hashes, length, blocks);
-      length = std::min<int64_t>(length, std::ssize(blocks) * block_size_);
+      if (partial_hash_hits_ && !fine.empty()) {
+        length = std::min(
+            length, managers_[static_cast<size_t>(g)]->find_partial_hit(hashes, fine, hash_unit_, length, blocks));
+      } else {
+        managers_[static_cast<size_t>(g)]->find_longest_cache_hit(hashes, length, blocks);
+        length = std::min<int64_t>(length, std::ssize(blocks) * block_size_);
+      }
       if (first) {
         out.first_pass_tokens = length;
         first = false;
@@ -87,10 +108,12 @@ void KvCacheCoordinator::find_longest_cache_hit(std::span<const uint64_t> hashes
     if (length == before || length == 0) break;
   }
   out.attention_tokens = has_full_attention_ ? out.first_pass_tokens : 0;
-  for (auto& blocks : out.blocks)
-    blocks.resize(static_cast<size_t>(std::min<int64_t>(std::ssize(blocks), length / block_size_)));
+  // A hit ending inside a block keeps that block (partly used; copied on write at allocation).
+  const int64_t keep = (length + block_size_ - 1) / block_size_;
+  for (auto& blocks : out.blocks) blocks.resize(static_cast<size_t>(std::min<int64_t>(std::ssize(blocks), keep)));
   out.num_tokens = length;
-  if (partial_hybrid_hits_ && has_state() && out.attention_tokens > length) {
+  // The connector path extends attention by whole blocks only, from a block-aligned resume point.
+  if (partial_hybrid_hits_ && has_state() && out.attention_tokens > length && length % block_size_ == 0) {
     // The connector keeps the attention match; computation resumes at the last saved state.
     for (size_t g = 0; g < managers_.size(); ++g) {
       if (managers_[g]->kind() == KvGroupKind::kFullAttention)
@@ -144,6 +167,16 @@ int64_t KvCacheCoordinator::cache_blocks(int slot, std::span<const uint64_t> has
     if (m->group_id() == history_group_) first_new = f;
   }
   return first_new;
+}
+
+void KvCacheCoordinator::cache_partial_tails(int slot, std::span<const uint64_t> fine, int64_t prompt_tokens,
+                                             int64_t num_tokens, std::vector<int64_t>* saved_states) {
+  if (!partial_hash_hits_) return;
+  for (auto& m : managers_) {
+    const int64_t pos = m->cache_partial_tail(slot, fine, hash_unit_, prompt_tokens, num_tokens);
+    const bool first_state = !state_managers_.empty() && m.get() == state_managers_.front();
+    if (pos > 0 && first_state && saved_states != nullptr) saved_states->push_back(pos);
+  }
 }
 
 void KvCacheCoordinator::set_state_boundaries(int slot, int64_t replay_boundary, int64_t junction) {

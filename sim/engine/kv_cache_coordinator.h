@@ -14,7 +14,8 @@
 
 namespace kvsim {
 
-// A prefix hit: the blocks backing it in every group, and its length in tokens (a block multiple).
+// A prefix hit: the blocks backing it in every group, and its length in tokens (a block multiple, or
+// with partial hash hits a unit multiple: the last block is then partly used and copied on write).
 struct CacheHit {
   std::vector<std::vector<BlockId>> blocks;  // per group
   int64_t num_tokens = 0;
@@ -53,7 +54,19 @@ class KvCacheCoordinator {
 
   // vLLM HybridKVCacheCoordinator.find_longest_cache_hit: full attention first; each group accepts
   // or shrinks the candidate length until a fixed point; every group's list is cut to the result.
-  void find_longest_cache_hit(std::span<const uint64_t> hashes, int64_t max_length, CacheHit& out) const;
+  // With partial hash hits, `fine` holds the request's hashes at every hash_unit() boundary and the
+  // hit may end inside a block (at a unit boundary).
+  void find_longest_cache_hit(std::span<const uint64_t> hashes, int64_t max_length, CacheHit& out,
+                              std::span<const uint64_t> fine = {}) const;
+  // vLLM enable_partial_hash_hits: prefix_match_unit below the block size on a hybrid in align mode
+  // with prefix caching.
+  bool partial_hash_hits() const { return partial_hash_hits_; }
+  // The hash granularity in tokens: prefix_match_unit with partial hash hits, else the block size.
+  int hash_unit() const { return partial_hash_hits_ ? hash_unit_ : block_size_; }
+  // Partial hash hits: registers the prompt's last unit boundary in every group that reached it
+  // (attention and state). Appends a state position registered (first state group) to `saved_states`.
+  void cache_partial_tails(int slot, std::span<const uint64_t> fine, int64_t prompt_tokens, int64_t num_tokens,
+                           std::vector<int64_t>* saved_states = nullptr);
 
   // vLLM KVCacheManager.allocate_slots for `slot`, which has `num_computed` processed tokens and gets
   // `num_new_tokens` more this step, after a prefix hit `hit` (new requests only; null otherwise).
@@ -82,6 +95,8 @@ class KvCacheCoordinator {
   int block_size_;
   bool enable_caching_;
   bool partial_hybrid_hits_ = false;
+  bool partial_hash_hits_ = false;
+  int hash_unit_ = 0;
   bool has_full_attention_ = false;
   int64_t state_bytes_ = 0;
   std::vector<MambaManager*> state_managers_;  // non-owning, into managers_

@@ -47,6 +47,40 @@ void MambaManager::find_longest_cache_hit(std::span<const uint64_t> hashes, int6
   }
 }
 
+int64_t MambaManager::find_partial_hit(std::span<const uint64_t> hashes, std::span<const uint64_t> fine, int unit,
+                                       int64_t max_length, std::vector<BlockId>& out) const {
+  if (mode_ != MambaCacheMode::kAlign || fine.empty() || unit >= block_size_)
+    return SingleTypeManagerBase::find_partial_hit(hashes, fine, unit, max_length, out);
+  out.clear();
+  const int64_t per_block = block_size_ / unit;
+  for (int64_t j = std::min<int64_t>(max_length / unit, std::ssize(fine)) - 1; j >= 0; --j) {
+    const BlockId b = pool_.get_cached_block(cache_key(fine[static_cast<size_t>(j)], group_id_));
+    if (b == kNoBlock) continue;
+    out.assign(static_cast<size_t>(j / per_block), kNullBlock);
+    out.push_back(b);
+    return (j + 1) * unit;
+  }
+  return 0;
+}
+
+int64_t MambaManager::cache_partial_tail(int slot, std::span<const uint64_t> fine, int unit, int64_t prompt_tokens,
+                                         int64_t num_tokens) {
+  if (mode_ != MambaCacheMode::kAlign || unit >= block_size_) return 0;
+  if (num_tokens % block_size_ == 0 || num_tokens % unit != 0 || num_tokens != prompt_tokens / unit * unit) return 0;
+  const int64_t idx = num_tokens / block_size_;
+  const int64_t pos = register_partial(slot, idx, fine, unit, num_tokens);
+  if (pos == 0) return 0;
+  extra(slot).partial_tail_idx = idx;
+  mark_cached_this_step(table(slot).blocks[static_cast<size_t>(idx)]);
+  return pos;
+}
+
+void MambaManager::mark_cached_this_step(BlockId b) {
+  if (cached_this_step_[static_cast<size_t>(b)] != 0) return;
+  cached_this_step_[static_cast<size_t>(b)] = 1;
+  marked_.push_back(b);
+}
+
 void MambaManager::remove_skipped_blocks(int slot, int64_t num_computed_tokens) {
   if (mode_ == MambaCacheMode::kNone) return;
   SingleTypeManagerBase::remove_skipped_blocks(slot, num_computed_tokens);
@@ -80,6 +114,13 @@ int64_t MambaManager::num_blocks_to_allocate(int slot, int64_t num_tokens, std::
     return SingleTypeManagerBase::num_blocks_to_allocate(slot, num_tokens, new_computed, total_computed_tokens);
   const int64_t held = t == nullptr ? 0 : std::ssize(t->blocks);
   const int64_t missing = cdiv(num_tokens, block_size_) - std::ssize(new_computed) - held;
+  // A partial hit (copy-on-write of the hit state) or a partial tail of this request awaiting its
+  // copy-out needs one more block; vLLM then asks for 1 + 1 whatever `missing` is.
+  const bool partial_hit =
+      total_computed_tokens % block_size_ != 0 && !new_computed.empty() && new_computed.back() != kNullBlock;
+  const bool pending =
+      active && static_cast<size_t>(slot) < extra_.size() && extra_[static_cast<size_t>(slot)].partial_tail_idx >= 0;
+  if (partial_hit || pending) return 2 + evictable;
   // Old request: at most one more block; first prefill: one block for the running state.
   return (missing > 0 ? 1 : 0) + evictable;
 }
@@ -109,6 +150,21 @@ void MambaManager::allocate_new_blocks(int slot, int64_t num_tokens) {
   }
   Extra& x = extra(slot);
   t.active = true;
+  if (x.partial_tail_idx >= 0) {
+    // Copy-out of this request's partial tail state (vLLM: the entry moves to cow_block, the worker
+    // copies the state there before this step overwrites the running block; cow_block is released
+    // after the copy, here at once, and stays cached).
+    const BlockId source = t.blocks[static_cast<size_t>(x.partial_tail_idx)];
+    x.partial_tail_idx = -1;
+    scratch_.clear();
+    if (source != kNullBlock && pool_.has_hash(source)) {
+      pool_.get_new_blocks(1, scratch_);
+      const BlockId cow = scratch_[0];
+      pool_.move_hash(source, cow);
+      mark_cached_this_step(cow);
+      pool_.free_blocks(scratch_);
+    }
+  }
   const int64_t required = cdiv(num_tokens, block_size_);
   const int64_t prev = std::ssize(t.blocks);
   if (required <= prev) return;

@@ -12,6 +12,9 @@
 // mode by the retention policy (set_boundaries). A block registered in the current step cannot be
 // reused until the next one (vLLM cached_blocks_this_step): num_blocks_to_allocate then asks for more
 // blocks than the pool has, which defers the request.
+// prefix_match_unit below B (align only): a step ending exactly at the prompt's last unit boundary
+// inside a block registers the running block as a partial tail entry (cache_partial_tail); lookups
+// then scan every unit boundary (find_partial_hit), and a hit inside a block is copied on write.
 #include <cstdint>
 #include <vector>
 
@@ -30,6 +33,16 @@ class MambaManager final : public SingleTypeManagerBase {
   // [null] * i + [state block]. Exactly one state is needed, at the hit boundary.
   void find_longest_cache_hit(std::span<const uint64_t> hashes, int64_t max_length,
                               std::vector<BlockId>& out) const override;
+  // Fine-grained (align, partial hash hits): right to left over every unit boundary below max_length,
+  // full-block states and partial-tail entries alike; returns [null] * (j / (B / unit)) + [state].
+  int64_t find_partial_hit(std::span<const uint64_t> hashes, std::span<const uint64_t> fine, int unit,
+                           int64_t max_length, std::vector<BlockId>& out) const override;
+  // vLLM MambaManager._cache_partial_tail_block: when a step ends exactly at the prompt's last unit
+  // boundary inside a block (the align split's tail stop), the running block holds that state and is
+  // registered under its unit hash. The request's next allocation copies it out (copy-on-write into a
+  // new block that keeps the entry and is released at once) before the running state moves on.
+  int64_t cache_partial_tail(int slot, std::span<const uint64_t> fine, int unit, int64_t prompt_tokens,
+                             int64_t num_tokens) override;
   void remove_skipped_blocks(int slot, int64_t num_computed_tokens) override;
   int64_t num_blocks_to_allocate(int slot, int64_t num_tokens, std::span<const BlockId> new_computed,
                                  int64_t total_computed_tokens) const override;
@@ -58,9 +71,11 @@ class MambaManager final : public SingleTypeManagerBase {
     int64_t replay = 0;
     int64_t junction = 0;
     int64_t last_kept_segment = -1;
+    int64_t partial_tail_idx = -1;  // column of a registered partial tail awaiting its copy-out
   };
   Extra& extra(int slot);
   bool keep_state(Extra& x, int64_t pos) const;
+  void mark_cached_this_step(BlockId b);
 
   MambaCacheMode mode_;
   int64_t retention_;

@@ -15,9 +15,10 @@ Scheduler::Scheduler(const EngineConfig& config)
     : config_(config), priority_(config.policy == "priority"), kv_(config, config.max_num_batched_tokens) {
   KVSIM_CHECK(config.policy == "fcfs" || config.policy == "priority", "unknown policy " << config.policy);
   align_ = kv_.has_state() && config.enable_prefix_caching && config.mamba_cache_mode == MambaCacheMode::kAlign;
-  KVSIM_CHECK(config.prefix_match_unit == 0 || config.prefix_match_unit == config.layout.block_size,
-              "prefix_match_unit below the block size is not modelled (got " << config.prefix_match_unit << ", block "
-                                                                             << config.layout.block_size << ")");
+  KVSIM_CHECK(config.prefix_match_unit == 0 ||
+                  (config.prefix_match_unit > 0 && config.layout.block_size % config.prefix_match_unit == 0),
+              "prefix_match_unit " << config.prefix_match_unit << " does not divide the block size "
+                                   << config.layout.block_size);
   KVSIM_CHECK(config.max_num_batched_tokens > 0 && config.max_num_seqs > 0, "empty step budget");
 }
 
@@ -34,7 +35,7 @@ int Scheduler::add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_
   EngineRequest& r = requests_[static_cast<size_t>(slot)];
   r = EngineRequest{};
   r.seq = TokenSequence(spec.prompt);
-  r.hasher = BlockHasher(config_.layout.block_size, spec);
+  r.hasher = BlockHasher(config_.layout.block_size, spec, kv_.hash_unit());
   if (config_.enable_prefix_caching) r.hasher.extend(r.seq);
   r.prompt_tokens = prompt_tokens;
   r.max_output = max_output;
@@ -100,8 +101,22 @@ void Scheduler::register_blocks(int slot, int64_t num_tokens) {
   const int64_t first = kv_.cache_blocks(slot, r.hasher.hashes(), num_tokens, &r.record.saved_state_positions);
   const int64_t full = std::min<int64_t>(num_tokens / kv_.block_size(), std::ssize(r.hasher.hashes()));
   const int64_t b = kv_.block_size();
-  for (size_t i = saved_before; i < r.record.saved_state_positions.size(); ++i)
-    state_seen_.insert(r.hasher.hashes()[static_cast<size_t>(r.record.saved_state_positions[i] / b - 1)]);
+  if (kv_.partial_hash_hits()) {
+    kv_.cache_partial_tails(slot, r.hasher.fine_hashes(), r.prompt_tokens, num_tokens, &r.record.saved_state_positions);
+    // The prompt's tail block is never registered whole before it fills: remember its run-boundary
+    // prefixes so a later match ending inside it is attributed (kPartialBlock). Only with the unit on
+    // (the default attribution, and its reported numbers, count whole registered blocks only), so
+    // lost-token totals of runs with and without the unit differ by this tail accounting.
+    if (num_tokens % b != 0 && num_tokens <= r.prompt_tokens) {
+      boundaries_.clear();
+      r.hasher.boundary_keys(r.seq, num_tokens / b, num_tokens, boundaries_);
+      for (const auto& [pos, key] : boundaries_) seen_.insert(key);
+    }
+  }
+  for (size_t i = saved_before; i < r.record.saved_state_positions.size(); ++i) {
+    const int64_t pos = r.record.saved_state_positions[i];
+    if (pos % b == 0) state_seen_.insert(r.hasher.hashes()[static_cast<size_t>(pos / b - 1)]);
+  }
   for (int64_t k = first; k < full; ++k) {
     const auto ku = static_cast<size_t>(k);
     seen_.insert(r.hasher.hashes()[ku]);
@@ -129,9 +144,12 @@ int64_t Scheduler::align_split(const EngineRequest& r, int64_t start, int64_t n)
     if (aligned_end > start || b <= max_prefill) end = aligned_end;
   }
   const int64_t spb = r.shared_prefix_boundary;
-  const int64_t stops[3] = {start % b != 0 ? (start / b + 1) * b : 0,  // re-align a mid-block start
+  // Partial hash hits: the prompt's last prefix_match_unit boundary, where a partial tail is saved.
+  const int64_t unit = kv_.hash_unit();
+  const int64_t tail_boundary = kv_.partial_hash_hits() ? r.prompt_tokens / unit * unit : 0;
+  const int64_t stops[4] = {start % b != 0 ? (start / b + 1) * b : 0,  // re-align a mid-block start
                             last_cache_position,                       // the prompt's last full boundary
-                            start < spb && spb < end ? start + (spb - start) / b * b : 0};  // junction
+                            tail_boundary, start < spb && spb < end ? start + (spb - start) / b * b : 0};  // junction
   for (int64_t s : stops)
     if (start < s && s < end) end = s;
   return std::max<int64_t>(end - start, 0);
@@ -250,7 +268,10 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       if (victim == slot) break;
     }
     if (!scheduled) continue;  // `slot` left running_; index i now holds the next request
-    out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed});
+    const int64_t b = kv_.block_size(), unit = kv_.hash_unit();
+    const bool copy_out =
+        kv_.partial_hash_hits() && r.num_computed % b != 0 && r.num_computed == r.prompt_tokens / unit * unit;
+    out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed, copy_out});
     register_blocks(slot, std::min(r.num_computed + n, r.num_tokens));
     budget -= n;
     ++i;
@@ -266,7 +287,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
     EngineRequest& r = request(slot);
     KVSIM_CHECK(r.num_computed == 0, "waiting request with computed tokens");
     // vLLM get_computed_blocks: lookup capped at num_tokens - 1; stats counted at every lookup.
-    kv_.find_longest_cache_hit(r.hasher.hashes(), r.num_tokens - 1, hit_);
+    kv_.find_longest_cache_hit(r.hasher.hashes(), r.num_tokens - 1, hit_, r.hasher.fine_hashes());
     if (config_.enable_prefix_caching) {
       r.record.prefix_queries_blocks += r.num_tokens / kv_.block_size();
       r.record.prefix_hits_blocks += hit_.num_tokens / kv_.block_size();
@@ -304,7 +325,8 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       if (config_.enable_prefix_caching) attribute_miss(r, hit_.num_tokens, hit_.attention_tokens);
     }
     r.num_computed = hit_.num_tokens;
-    out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed});
+    const bool cow = kv_.partial_hash_hits() && hit_.num_tokens % kv_.block_size() != 0;
+    out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed, cow});
     register_blocks(slot, std::min(r.num_computed + n, r.num_tokens));
     budget -= n;
   }

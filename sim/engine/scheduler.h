@@ -11,7 +11,9 @@
 //  - Hashes are registered at schedule time (cache_blocks up to min(computed + new, num_tokens)).
 //  - Hybrids in mamba_cache_mode "align": every prefill chunk goes through align_split()
 //    (vLLM _mamba_block_aligned_split); a chunk cut to 0 tokens skips a running request (`continue`)
-//    and ends admission for a waiting one (`break`).
+//    and ends admission for a waiting one (`break`). With prefix_match_unit below the block size the
+//    split also stops at the prompt's last unit boundary (tail_boundary), where partial tail entries
+//    are registered (KvCacheCoordinator::cache_partial_tails).
 // Miss attribution (MissCause) happens at a request's first admission; see attribute_miss().
 #include <cstdint>
 #include <deque>
@@ -30,6 +32,9 @@ struct ScheduledRequest {
   int slot = 0;
   int64_t num_tokens = 0;           // scheduled this step
   int64_t num_computed_before = 0;  // computed tokens (hit included) before this step
+  // Partial hash hits: this step first copies a state block (copy-on-write of a hit ending inside a
+  // block, or the copy-out of the request's own partial tail state).
+  bool partial_state_copy = false;
 };
 
 struct SchedulerOutput {

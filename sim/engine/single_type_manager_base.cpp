@@ -67,7 +67,10 @@ int64_t SingleTypeManagerBase::num_blocks_to_allocate(int slot, int64_t num_toke
     const BlockId b = new_computed[i];
     evictable += b != kNullBlock && pool_.ref_cnt(b) == 0;
   }
-  return new_blocks + evictable;
+  // A hit ending inside a block: the shared tail block is copied into a private one (vLLM _apply_cow).
+  const bool cow =
+      total_computed_tokens % block_size_ != 0 && !new_computed.empty() && new_computed.back() != kNullBlock;
+  return new_blocks + evictable + (cow ? 1 : 0);
 }
 
 void SingleTypeManagerBase::save_new_computed_blocks(int slot, std::span<const BlockId> new_computed,
@@ -83,6 +86,16 @@ void SingleTypeManagerBase::save_new_computed_blocks(int slot, std::span<const B
   t.first_live = skipped_blocks;
   t.num_cached = std::ssize(t.blocks);
   t.active = true;
+  if (total_computed_tokens % block_size_ != 0 && !t.blocks.empty() && t.blocks.back() != kNullBlock) {
+    // Partial hit: copy-on-write of the tail block. The request writes past the hit inside that block,
+    // so it gets a private copy; the shared block is released once copied (at once here).
+    const BlockId source = t.blocks.back();
+    t.blocks.pop_back();
+    pool_.get_new_blocks(1, t.blocks);
+    const BlockId released[1] = {source};
+    pool_.free_blocks(released);
+    t.num_cached = std::ssize(t.blocks) - 1;
+  }
 }
 
 void SingleTypeManagerBase::allocate_new_blocks(int slot, int64_t num_tokens) {
@@ -101,10 +114,32 @@ int64_t SingleTypeManagerBase::cache_blocks(int slot, std::span<const uint64_t> 
   for (int64_t i = first; i < full; ++i) {
     const BlockId b = t.blocks[static_cast<size_t>(i)];
     if (b == kNullBlock) continue;
+    // A partial-tail entry on a block that is now full is superseded by the full hash (vLLM
+    // cache_full_blocks drops it at promotion).
+    pool_.drop_hash(b);
     pool_.cache_block(b, cache_key(hashes[static_cast<size_t>(i)], group_id_));
   }
   t.num_cached = full;
   return first;
+}
+
+int64_t SingleTypeManagerBase::find_partial_hit(std::span<const uint64_t> hashes, std::span<const uint64_t>, int,
+                                                int64_t max_length, std::vector<BlockId>& out) const {
+  find_longest_cache_hit(hashes, max_length, out);
+  return std::ssize(out) * block_size_;
+}
+
+int64_t SingleTypeManagerBase::cache_partial_tail(int, std::span<const uint64_t>, int, int64_t, int64_t) { return 0; }
+
+int64_t SingleTypeManagerBase::register_partial(int slot, int64_t idx, std::span<const uint64_t> fine, int unit,
+                                                int64_t pos) {
+  Table& t = table(slot);
+  if (idx >= std::ssize(t.blocks)) return 0;
+  const BlockId b = t.blocks[static_cast<size_t>(idx)];
+  if (b == kNullBlock || pool_.has_hash(b)) return 0;
+  KVSIM_CHECK(pos / unit <= std::ssize(fine), "fine hashes missing: have " << fine.size() << ", need " << pos / unit);
+  pool_.cache_block(b, cache_key(fine[static_cast<size_t>(pos / unit - 1)], group_id_));
+  return pos;
 }
 
 void SingleTypeManagerBase::free(int slot) {

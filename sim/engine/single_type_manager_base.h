@@ -18,6 +18,10 @@ class SingleTypeManagerBase : public ISingleTypeManager {
                                 int64_t total_computed_tokens) override;
   void allocate_new_blocks(int slot, int64_t num_tokens) override;
   int64_t cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens) override;
+  int64_t find_partial_hit(std::span<const uint64_t> hashes, std::span<const uint64_t> fine, int unit,
+                           int64_t max_length, std::vector<BlockId>& out) const override;
+  int64_t cache_partial_tail(int slot, std::span<const uint64_t> fine, int unit, int64_t prompt_tokens,
+                             int64_t num_tokens) override;
   void free(int slot) override;
   std::span<const BlockId> blocks(int slot) const override;
   int64_t num_held_blocks(int slot) const override;
@@ -32,6 +36,9 @@ class SingleTypeManagerBase : public ISingleTypeManager {
     bool active = false;     // holds blocks (vLLM: request_id in num_cached_block)
   };
   Table& table(int slot);
+  // Registers block `idx` of `slot` under the fine hash of `pos` (a partial-tail entry) if it holds no
+  // hash yet; returns pos, or 0 when nothing was registered.
+  int64_t register_partial(int slot, int64_t idx, std::span<const uint64_t> fine, int unit, int64_t pos);
   const Table* find_table(int slot) const;
 
   BlockPool& pool_;

@@ -78,7 +78,16 @@ TEST(HybridScenario, MambaCacheModeResolvesAsVllm) {
   EXPECT_EQ(resolved(nemo, {}).layout.block_size, 1040);
   EXPECT_EQ(resolved(qwen, {"engine.prefix_cache_retention_interval=dense"}).prefix_cache_retention_interval,
             kRetentionDense);
-  EXPECT_THROW(resolved(qwen, {"engine.prefix_match_unit=16"}), InputError);
+  EXPECT_EQ(resolved(qwen, {"engine.prefix_match_unit=16"}).prefix_match_unit, 16);
+  EXPECT_EQ(resolved(qwen, {"engine.prefix_match_unit=528"}).prefix_match_unit, 528);
+  // 528 = 2^4 * 3 * 11: 32 does not divide it.
+  try {
+    resolved(qwen, {"engine.prefix_match_unit=32"});
+    ADD_FAILURE() << "prefix_match_unit 32 accepted with block 528";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("engine.prefix_match_unit"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("528"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(resolved(qwen, {"engine.prefix_cache_retention_interval=1000"}), InputError);
   EXPECT_THROW(load_scenario(qwen, {"engine.mamba_cache_mode=sometimes"}), InputError);
 }
@@ -94,6 +103,22 @@ TEST(HybridScenario, AllModeSavesAStateAtEveryBoundary) {
   for (const auto& row : res.collector->requests())
     if (row.cached_tokens > 0) EXPECT_EQ(row.cached_tokens, 3000 / 1152 * 1152) << row.id;
   EXPECT_GE(res.summary.prefix_cache.hit_requests, 4 * 6);
+}
+
+TEST(HybridScenario, PrefixMatchUnitLetsChatTurnsResumeAtThePreviousPromptEnd) {
+  // Multi-turn chat: with unit 16 each turn can resume at the previous prompt's last 16-token
+  // boundary instead of its last block-aligned state, so more tokens are reused and fewer attention
+  // matches go without a state.
+  const std::string mt = "scenarios/hybrid/qwen35-4b-multiturn.yaml";
+  const SimulationResult off = run_simulation(load_scenario(mt, {}));
+  const SimulationResult on = run_simulation(load_scenario(mt, {"engine.prefix_match_unit=16"}));
+  EXPECT_EQ(on.engine.prefix_match_unit, 16);
+  EXPECT_EQ(off.summary.requests.finished, 128);
+  EXPECT_EQ(on.summary.requests.finished, 128);
+  EXPECT_GT(on.summary.prefix_cache.hit_tokens, off.summary.prefix_cache.hit_tokens);
+  const auto no_state = static_cast<size_t>(MissCause::kNoSavedState);
+  EXPECT_LT(on.summary.prefix_cache.lost_tokens_by_cause[no_state],
+            off.summary.prefix_cache.lost_tokens_by_cause[no_state]);
 }
 
 }  // namespace
