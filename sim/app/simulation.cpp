@@ -138,6 +138,8 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
       e.max_model_len.value_or(model.max_position_embeddings > 0 ? model.max_position_embeddings : 1 << 20);
   c.policy = e.policy;
   c.watermark = e.watermark;
+  for (const LayerSpec& l : model.layers)
+    if (l.kind == LayerKind::kSparseMla) c.sparse_topk = l.attn.index_topk;
   c.scheduler_reserve_full_isl = e.scheduler_reserve_full_isl;
   c.mamba_cache_mode = mode;
   c.prefix_cache_retention_interval = e.prefix_cache_retention_interval.value_or(kRetentionDense);

@@ -100,6 +100,7 @@ BatchShape EngineInstance::batch_shape() const {
   const bool state = kv.has_state();
   const bool checkpoints = state && config_.enable_prefix_caching && config_.mamba_cache_mode != MambaCacheMode::kNone;
   const int64_t bs = kv.block_size();
+  const int64_t topk = config_.sparse_topk;
   for (const ScheduledRequest& s : out_.scheduled) {
     const EngineRequest& r = scheduler_.request(s.slot);
     const int64_t c = s.num_computed_before;
@@ -120,6 +121,7 @@ BatchShape EngineInstance::batch_shape() const {
       ++b.num_decode_requests;
       b.decode_context_tokens += c + 1;
       b.decode_context_tokens_windowed += window_ > 0 ? std::min<int64_t>(c + 1, window_) : c + 1;
+      if (topk > 0) b.decode_context_tokens_sparse += std::min<int64_t>(c + 1, topk);
     } else {
       ++b.num_prefill_requests;
       b.num_prefill_tokens += n;
@@ -130,6 +132,11 @@ BatchShape EngineInstance::batch_shape() const {
       // Keys the chunk reads: everything computed before it plus itself (capped by the window).
       b.prefill_context_tokens += c + n;
       b.prefill_context_tokens_windowed += window_ > 0 ? std::min<int64_t>(c + n, window_) : c + n;
+      // DSA: each query attends to the indexer's top-k earlier tokens, the same sum as a window.
+      if (topk > 0) {
+        b.prefill_attn_pairs_sparse += windowed_pairs(c, n, topk);
+        b.prefill_context_tokens_sparse += std::min<int64_t>(c + n, topk);
+      }
     }
   }
   return b;
