@@ -294,6 +294,31 @@ TEST(RooflineModel, StateLayersCostStateBytesAndLinearFlops) {
   EXPECT_DOUBLE_EQ(model.breakdown(p).state_flops, 409600.0 * 1000);
 }
 
+TEST(RooflineModel, SparseMlaReadsTopKRowsButEveryIndexerKey) {
+  // The tiny model with one sparse MLA layer: latent 512 + rope 64 = 576 B per token in FP8, indexer key 128 B; no
+  // other layer. Decode at context 100,000 with top-k 2,048 reads 2,048 x 576 + 100,000 x 128 bytes of cache (+ 704 B
+  // written for the new token), not 100,000 x 704.
+  ModelSpec m = tiny_model();
+  LayerSpec l;
+  l.kind = LayerKind::kSparseMla;
+  l.attn.kv_lora_rank = 512;
+  l.attn.qk_rope_head_dim = 64;
+  l.attn.index_head_dim = 128;
+  l.attn.index_n_heads = 64;
+  l.attn.index_topk = 2048;
+  m.layers = {l};
+  const RooflineLatencyModel model(m, toy_gpu(), 1, DType::kBf16, DType::kFp8);
+  BatchShape b;
+  b.num_tokens = 1;
+  b.num_decode_requests = 1;
+  b.decode_context_tokens = 100000;
+  b.decode_context_tokens_sparse = 2048;
+  EXPECT_DOUBLE_EQ(model.breakdown(b).kv_bytes, 2048.0 * 576 + 100000.0 * 128 + 704);
+  // Without the sparse aggregates the layer is priced dense: every row read.
+  b.decode_context_tokens_sparse = 0;
+  EXPECT_DOUBLE_EQ(model.breakdown(b).kv_bytes, 100000.0 * 704 + 704);
+}
+
 TEST(RooflineModel, EmptyBatchCostsNothing) {
   const RooflineLatencyModel model(tiny_model(), toy_gpu(), 1, DType::kBf16, DType::kBf16);
   EXPECT_EQ(model.step_time(BatchShape{}).ns(), 0);

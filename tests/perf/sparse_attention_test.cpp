@@ -4,7 +4,6 @@
 
 #include "sim/engine/engine_instance.h"
 #include "sim/engine/serving_sim.h"
-#include "sim/perf/roofline_model.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace kvsim {
@@ -42,43 +41,6 @@ TEST(SparseAttention, EngineCapsEachQuerysKeysAtTopK) {
   EXPECT_EQ(lat.shapes[0].prefill_context_tokens_sparse, 2048);
   EXPECT_EQ(lat.shapes[1].decode_context_tokens, 5001);
   EXPECT_EQ(lat.shapes[1].decode_context_tokens_sparse, 2048);
-}
-
-TEST(SparseAttention, RooflineReadsTopKRowsButEveryIndexerKey) {
-  // One sparse MLA layer: latent 512 + rope 64 = 576 B per token in FP8, indexer key 128 B; no other
-  // layer. Decode at context 100,000 with top-k 2,048 reads 2,048 x 576 + 100,000 x 128 bytes of
-  // cache (+ 704 B written for the new token), not 100,000 x 704.
-  ModelSpec m;
-  m.name = "dsa";
-  m.hidden_size = 1024;
-  m.num_attention_heads = 8;
-  m.vocab_size = 1000;
-  m.params = 10000000;
-  m.active_params = m.params;
-  LayerSpec l;
-  l.kind = LayerKind::kSparseMla;
-  l.attn.kv_lora_rank = 512;
-  l.attn.qk_rope_head_dim = 64;
-  l.attn.index_head_dim = 128;
-  l.attn.index_n_heads = 64;
-  l.attn.index_topk = 2048;
-  m.layers = {l};
-  GpuSpec g;
-  g.name = "toy";
-  g.bf16_flops = 100e12;
-  g.hbm_bandwidth = 1e12;
-  g.compute_efficiency = 0.5;
-  g.memory_efficiency = 0.5;
-  const RooflineLatencyModel model(m, g, 1, DType::kBf16, DType::kFp8);
-  BatchShape b;
-  b.num_tokens = 1;
-  b.num_decode_requests = 1;
-  b.decode_context_tokens = 100000;
-  b.decode_context_tokens_sparse = 2048;
-  EXPECT_DOUBLE_EQ(model.breakdown(b).kv_bytes, 2048.0 * 576 + 100000.0 * 128 + 704);
-  // Without the sparse aggregates the layer is priced dense: every row read.
-  b.decode_context_tokens_sparse = 0;
-  EXPECT_DOUBLE_EQ(model.breakdown(b).kv_bytes, 100000.0 * 704 + 704);
 }
 
 }  // namespace
