@@ -267,7 +267,9 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       ++out.preemptions;
       if (victim == slot) break;
     }
-    if (!scheduled) continue;  // `slot` left running_; index i now holds the next request
+    // vLLM: `if new_blocks is None: break`. The request preempted itself; later running requests wait
+    // for the next step (under FCFS it was the last one anyway).
+    if (!scheduled) break;
     const int64_t b = kv_.block_size(), unit = kv_.hash_unit();
     const bool copy_out =
         kv_.partial_hash_hits() && r.num_computed % b != 0 && r.num_computed == r.prompt_tokens / unit * unit;

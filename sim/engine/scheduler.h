@@ -4,7 +4,8 @@
 //  - RUNNING requests first, in list (admission) order: tokens not yet computed, capped by
 //    long_prefill_token_threshold, the budget and max_model_len; if allocate_slots fails, preempt the
 //    last running request (priority: max (priority, arrival)) by recompute (free its blocks,
-//    num_computed = 0, to the front of the waiting queue) until it fits or the victim is itself.
+//    num_computed = 0, to the front of the waiting queue) until it fits or the victim is itself; then
+//    the running loop ends (`break`), later running requests wait for the next step.
 //  - WAITING requests only if nothing was preempted this step: stop at max_num_seqs or an empty budget;
 //    prefix lookup when num_computed == 0; admission needs the whole sequence to fit
 //    (scheduler_reserve_full_isl); a failed allocation ends admission (`break`).

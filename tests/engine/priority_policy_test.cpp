@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/engine/engine_instance.h"
+#include "sim/engine/scheduler.h"
 #include "sim/engine/serving_sim.h"
 #include "tests/engine/engine_test_util.h"
 
@@ -68,6 +69,47 @@ TEST(EnginePriority, PreemptionTakesTheLeastImportantRunningRequest) {
   EXPECT_EQ(sink.requests[2].preemptions, 0);
   EXPECT_TRUE(sink.requests[1].finished);
   EXPECT_TRUE(sink.requests[2].finished);
+}
+
+TEST(EnginePriority, RunningLoopStopsWhenARequestPreemptsItself) {
+  // vLLM Scheduler.schedule(): when allocate_slots fails and the victim is the request itself, the
+  // running loop ends (`if new_blocks is None: break`); later running requests wait for the next step.
+  // 4 usable blocks, B = 16, no prefix caching. A (priority 5) is admitted alone: 31 tokens, 2 blocks.
+  // B (priority 1) joins next step: 31 tokens, 2 blocks, the pool is full. After that step A holds 33
+  // tokens and needs a 3rd block; the victim max(priority, arrival) is A itself. B (32 tokens in 2
+  // blocks) would fit, but is not scheduled in this step.
+  auto cfg = config_for(full_layout(16, 5));
+  cfg.policy = "priority";
+  cfg.enable_prefix_caching = false;
+  Scheduler s(cfg);
+  SchedulerOutput out;
+  auto run_step = [&](SimTime now) {
+    s.schedule(now, out);
+    for (const ScheduledRequest& x : out.scheduled) {
+      EngineRequest& r = s.request(x.slot);
+      r.num_computed += x.num_tokens;
+      if (r.num_computed == r.num_tokens) s.append_token(x.slot);
+    }
+  };
+  RequestSpec a = make_request(1, 0, {text(1, 31)}, 100);
+  a.priority = 5;
+  const int slot_a = s.add_request(a, 31, 100, SimTime::zero());
+  run_step(SimTime::zero());
+  RequestSpec b = make_request(2, 1, {text(2, 31)}, 100);
+  b.priority = 1;
+  const int slot_b = s.add_request(b, 31, 100, SimTime::from_ns(1000000));
+  run_step(SimTime::from_ns(1000000));
+  ASSERT_EQ(s.num_running(), 2);
+  EXPECT_EQ(s.kv().pool().num_free_blocks(), 0);
+  run_step(SimTime::from_ns(2000000));
+  EXPECT_EQ(out.preemptions, 1);
+  EXPECT_TRUE(out.scheduled.empty());
+  EXPECT_EQ(s.request(slot_a).status, RequestStatus::kPreempted);
+  EXPECT_EQ(s.running(), (std::vector<int>{slot_b}));
+  // Next step: B runs; A (33 tokens, 3 blocks) does not fit beside it and stays waiting.
+  run_step(SimTime::from_ns(3000000));
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  EXPECT_EQ(out.scheduled[0].slot, slot_b);
 }
 
 }  // namespace
