@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/core/check.h"
+#include "sim/core/random.h"
 #include "sim/engine/hash_mix.h"
 
 namespace kvsim {
@@ -40,15 +41,6 @@ size_t TokenSequence::run_at(int64_t pos) const {
   return static_cast<size_t>(it - runs_.begin()) - 1;
 }
 
-uint64_t hash_string(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 BlockHasher::BlockHasher(int block_size, const RequestSpec& spec, int hash_unit)
     : block_size_(block_size), unit_(hash_unit > 0 ? hash_unit : block_size) {
   KVSIM_CHECK(block_size > 0, "block size must be positive");
@@ -56,8 +48,8 @@ BlockHasher::BlockHasher(int block_size, const RequestSpec& spec, int hash_unit)
               "hash unit " << unit_ << " does not divide the block size " << block_size);
   has_lora_ = !spec.lora.empty();
   has_salt_ = !spec.cache_salt.empty();
-  if (has_lora_) lora_key_ = hash_string(spec.lora);
-  if (has_salt_) salt_key_ = hash_string(spec.cache_salt);
+  if (has_lora_) lora_key_ = fnv1a64(spec.lora);
+  if (has_salt_) salt_key_ = fnv1a64(spec.cache_salt);
   for (const Segment& s : spec.prompt) has_images_ = has_images_ || (s.image && s.tokens > 0);
 }
 

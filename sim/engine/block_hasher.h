@@ -44,9 +44,6 @@ class TokenSequence {
   int64_t size_ = 0;
 };
 
-// 64-bit FNV-1a over bytes: used once per request for LoRA names and cache salts.
-uint64_t hash_string(const std::string& s);
-
 // Incremental hasher of one request's full blocks.
 class BlockHasher {
  public:

@@ -205,10 +205,7 @@ int64_t MambaManager::cache_state_blocks(int slot, std::span<const uint64_t> has
     // Not kept: the block stays unhashed and is prepended to the free queue when freed.
     if (!keep_state(x, pos)) continue;
     pool_.cache_block(b, cache_key(hashes[static_cast<size_t>(i)], group_id_));
-    if (cached_this_step_[static_cast<size_t>(b)] == 0) {
-      cached_this_step_[static_cast<size_t>(b)] = 1;
-      marked_.push_back(b);
-    }
+    mark_cached_this_step(b);
     if (saved != nullptr) saved->push_back(pos);
   }
   t.num_cached = full;
