@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "sim/core/check.h"
+
 namespace kvsim {
 
 uint64_t splitmix64(uint64_t& state) {
@@ -43,7 +45,9 @@ double RandomStream::uniform() { return static_cast<double>(next_u64() >> 11) * 
 double RandomStream::uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
 
 int64_t RandomStream::uniform_int(int64_t lo, int64_t hi) {
-  const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
+  KVSIM_CHECK(lo <= hi, "uniform_int: empty range [" << lo << ", " << hi << "]");
+  // Unsigned arithmetic: hi - lo overflows int64 for ranges wider than 2^63.
+  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
   if (span == 0) return static_cast<int64_t>(next_u64());
   // Rejection sampling for an unbiased result.
   const uint64_t limit = UINT64_MAX - UINT64_MAX % span;
@@ -51,7 +55,7 @@ int64_t RandomStream::uniform_int(int64_t lo, int64_t hi) {
   do {
     x = next_u64();
   } while (x >= limit);
-  return lo + static_cast<int64_t>(x % span);
+  return static_cast<int64_t>(static_cast<uint64_t>(lo) + x % span);
 }
 
 double RandomStream::exponential(double rate) {
