@@ -36,15 +36,33 @@ double mean_impl(const std::vector<T>& values) {
   return sum / static_cast<double>(values.size());
 }
 
+// quantile_sorted_impl(sorted(values), q) without a full sort: selects the two order statistics the
+// interpolation reads. Calls must come in ascending q; `from` is the first position not yet fixed.
+template <typename T>
+double select_quantile(std::vector<T>& values, size_t& from, double q) {
+  const double h = q * static_cast<double>(values.size() - 1);
+  const double lo = std::floor(h);
+  const auto i = static_cast<size_t>(lo);
+  if (i >= from) {
+    std::nth_element(values.begin() + static_cast<std::ptrdiff_t>(from),
+                     values.begin() + static_cast<std::ptrdiff_t>(i), values.end());
+    from = i + 1;
+  }
+  if (i + 1 >= values.size()) return static_cast<double>(values[i]);
+  const T next = *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(i + 1), values.end());
+  return lerp(static_cast<double>(values[i]), static_cast<double>(next), h - lo);
+}
+
 template <typename T>
 Distribution summarize_impl(std::vector<T>& values) {
   Distribution d;
   d.count = static_cast<int64_t>(values.size());
   d.mean = mean_impl(values);
-  std::sort(values.begin(), values.end());
-  d.p50 = quantile_sorted_impl(values, 0.50);
-  d.p90 = quantile_sorted_impl(values, 0.90);
-  d.p99 = quantile_sorted_impl(values, 0.99);
+  if (values.empty()) return d;
+  size_t from = 0;
+  d.p50 = select_quantile(values, from, 0.50);
+  d.p90 = select_quantile(values, from, 0.90);
+  d.p99 = select_quantile(values, from, 0.99);
   return d;
 }
 

@@ -32,7 +32,8 @@ struct Distribution {
   double p99 = std::numeric_limits<double>::quiet_NaN();
 };
 
-// Sorts `values` in place and summarises them. Empty input: count 0, all figures NaN.
+// Summarises `values`, reordering them in place (partial selection, not a full sort; the figures equal
+// those of quantile_sorted on the sorted values). Empty input: count 0, all figures NaN.
 Distribution summarize_in_place(std::vector<double>& values);
 Distribution summarize_in_place(std::vector<float>& values);
 

@@ -58,4 +58,23 @@ TEST(Quantiles, SummaryOfFloatsMatchesDoubles) {
   EXPECT_NEAR(a.p99, 99.01, 1e-9);
 }
 
+TEST(Quantiles, SummaryOfUnsortedInputUsesTheSortedOrder) {
+  // 1..100 in the order i * 37 mod 101 (a permutation): p50 = 50.5, p90 = 90.1, p99 = 99.01 as sorted.
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back((i * 37) % 101);
+  const Distribution d = summarize_in_place(v);
+  EXPECT_NEAR(d.p50, 50.5, 1e-12);
+  EXPECT_NEAR(d.p90, 90.1, 1e-12);
+  EXPECT_NEAR(d.p99, 99.01, 1e-12);
+  EXPECT_DOUBLE_EQ(d.mean, 50.5);
+  // Three values: p50, p90 and p99 all interpolate between the 2nd and 3rd smallest (h = 1, 1.8, 1.98).
+  std::vector<double> w = {3, 1, 2};
+  const Distribution e = summarize_in_place(w);
+  EXPECT_DOUBLE_EQ(e.p50, 2.0);
+  EXPECT_NEAR(e.p90, 2.8, 1e-12);
+  EXPECT_NEAR(e.p99, 2.98, 1e-12);
+  std::vector<double> one = {7};
+  EXPECT_DOUBLE_EQ(summarize_in_place(one).p99, 7.0);
+}
+
 }  // namespace kvsim
