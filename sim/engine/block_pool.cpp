@@ -58,7 +58,7 @@ void BlockHashIndex::erase(Entry* e) {
 
 BlockPool::BlockPool(int64_t num_blocks, bool enable_caching)
     : enable_caching_(enable_caching), cached_(enable_caching ? num_blocks : 1) {
-  KVSIM_CHECK(num_blocks >= 2 && num_blocks < (int64_t{1} << 31), "pool needs 2..2^31 blocks, got " << num_blocks);
+  KVSIM_CHECK(num_blocks >= 2 && num_blocks < (int64_t{1} << 31), "pool needs 2..2^31 - 1 blocks, got " << num_blocks);
   const auto n = static_cast<size_t>(num_blocks);
   sentinel_ = static_cast<BlockId>(num_blocks);
   num_blocks_ = num_blocks;

@@ -215,7 +215,8 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
       r.fail(k("gpu_memory_utilization"), "must be in (0, 1] (got " + n["gpu_memory_utilization"].Scalar() + ")");
     e.gpu_memory_utilization = u;
   }
-  if (n["num_gpu_blocks"]) e.num_gpu_blocks = r.integer(n["num_gpu_blocks"], k("num_gpu_blocks"), 2);
+  if (n["num_gpu_blocks"])
+    e.num_gpu_blocks = r.integer(n["num_gpu_blocks"], k("num_gpu_blocks"), 2, INT32_MAX);  // BlockId is int32
   if (n["activation_reserve"]) e.activation_reserve = r.bytes(n["activation_reserve"], k("activation_reserve"));
   if (n["kv_cache_dtype"]) e.kv_cache_dtype = r.str(n["kv_cache_dtype"], k("kv_cache_dtype"));
   if (n["mamba_ssm_cache_dtype"]) e.state_dtype = r.str(n["mamba_ssm_cache_dtype"], k("mamba_ssm_cache_dtype"));

@@ -71,6 +71,16 @@ TEST(Scenario, BadValuesAreRejectedWithTheirKey) {
   EXPECT_NE(error_of(kBase, {"workload.synthetic.kind=bursty"}).find("workload.synthetic.kind"), std::string::npos);
 }
 
+TEST(Scenario, NumGpuBlocksFitsABlockId) {
+  // Block ids are int32 with one extra sentinel id: 2 .. 2^31 - 1 blocks (the null block included).
+  EXPECT_EQ(error_of(kBase, {"engine.num_gpu_blocks=2"}), "");
+  EXPECT_EQ(error_of(kBase, {"engine.num_gpu_blocks=2147483647"}), "");
+  EXPECT_NE(error_of(kBase, {"engine.num_gpu_blocks=2147483648"}).find("engine.num_gpu_blocks: must be <= 2147483647"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase, {"engine.num_gpu_blocks=1"}).find("engine.num_gpu_blocks: must be >= 2"),
+            std::string::npos);
+}
+
 TEST(Scenario, MissingRequiredKeys) {
   EXPECT_NE(error_of("gpu: h100-sxm\nworkload: {synthetic: {kind: poisson, rate: 1}}\n").find("model: missing"),
             std::string::npos);
