@@ -110,10 +110,14 @@ TEST(HybridRun, InvariantsHoldUnderPreemptionAndRunsAreDeterministic) {
     simulate_hybrid(c, mixed_shared_prefixes(60), b, 8, true);
     EXPECT_EQ(a.result.unfinished, 0);
     EXPECT_EQ(a.sink.requests.size(), 60u);
-    if (num_blocks == 60) EXPECT_GT(a.result.preemptions, 0);
+    if (num_blocks == 60) {
+      EXPECT_GT(a.result.preemptions, 0);
+    }
     int64_t cached = 0;
     for (const auto& [id, rec] : a.sink.requests) cached += rec.cached_tokens;
-    if (num_blocks == 120) EXPECT_GT(cached, 0);
+    if (num_blocks == 120) {
+      EXPECT_GT(cached, 0);
+    }
     for (const auto& [id, rec] : a.sink.requests) {
       EXPECT_TRUE(rec.finished) << id;
       EXPECT_EQ(rec.output_tokens, rec.requested_output_tokens) << id;
