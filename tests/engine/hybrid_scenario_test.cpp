@@ -101,7 +101,9 @@ TEST(HybridScenario, AllModeSavesAStateAtEveryBoundary) {
   EXPECT_EQ(res.summary.requests.finished, 32);
   // 3000-token prefix, B = 1152: attention and state both reach floor(3000 / 1152) * 1152 = 2304.
   for (const auto& row : res.collector->requests())
-    if (row.cached_tokens > 0) EXPECT_EQ(row.cached_tokens, 3000 / 1152 * 1152) << row.id;
+    if (row.cached_tokens > 0) {
+      EXPECT_EQ(row.cached_tokens, 3000 / 1152 * 1152) << row.id;
+    }
   EXPECT_GE(res.summary.prefix_cache.hit_requests, 4 * 6);
 }
 
