@@ -174,9 +174,15 @@ TEST(SizeOutput, EssaySideBySideTableOfAllTwelveModels) {
   for (const JsonValue& m : doc.array()) {
     const int64_t bytes = m.find("contexts")->array()[0].find("bytes")->integer();
     const std::string name = m.find("name")->str();
-    if (name == "qwen3-8b") EXPECT_EQ(bytes, 18LL << 30);
-    if (name == "gpt-oss-120b") EXPECT_EQ(bytes, 36864LL * 131072 + 4718592);
-    if (name == "nemotron-h-8b") EXPECT_EQ(bytes, 16384LL * 131072 + 51806208);
+    if (name == "qwen3-8b") {
+      EXPECT_EQ(bytes, 18LL << 30);
+    }
+    if (name == "gpt-oss-120b") {
+      EXPECT_EQ(bytes, 36864LL * 131072 + 4718592);
+    }
+    if (name == "nemotron-h-8b") {
+      EXPECT_EQ(bytes, 16384LL * 131072 + 51806208);
+    }
   }
 }
 

@@ -72,7 +72,9 @@ TEST(ConfigRobustness, EveryNumericKeyWithABadValueIsAnErrorOrSane) {
       if (!v.is_integer()) continue;
       for (const char* bad : {"0", "-5", "5000000000", "1e30", "2.5", "\"x\""}) {
         const std::string err = size_text(with_key(text, key, bad));
-        if (!err.empty()) EXPECT_NE(err.find("m.json"), std::string::npos) << key << "=" << bad << ": " << err;
+        if (!err.empty()) {
+          EXPECT_NE(err.find("m.json"), std::string::npos) << key << "=" << bad << ": " << err;
+        }
       }
     }
   }

@@ -83,7 +83,9 @@ TEST(KvCacheGroups, HybridsFollowVllmGrouping) {
     ModelSpec m = load(c.model);
     const StateDtypes dt = resolve_state_dtypes(m, "auto");
     const int B = engine_block_size(m, EngineKind::kVllm, 0, DType::kBf16, dt);
-    if (c.block) EXPECT_EQ(B, c.block) << c.model;
+    if (c.block) {
+      EXPECT_EQ(B, c.block) << c.model;
+    }
     KvCacheLayout l = build_kv_layout(m, B, DType::kBf16, dt, {}, 0);
     int attn = 0, state = 0;
     for (const auto& g : l.groups) {
