@@ -213,8 +213,11 @@ int engine_block_size(const ModelSpec& spec, EngineKind engine, int requested, D
         break;  // CacheConfig.DEFAULT_BLOCK_SIZE; FlashMLA 64
     }
   }
-  if (engine != EngineKind::kVllm || !attn || !state) return block;
+  if (!attn || !state) return block;
   // vllm/platforms/interface.py _align_hybrid_block_size ("none"/"align" mamba_cache_mode).
+  // SGLang and TensorRT-LLM keep recurrent states in a pool of their own; kvsim has one shared pool,
+  // so for them too hybrids use vLLM's unified page (a 1-token SGLang page padded to a whole state
+  // page would charge megabytes per token).
   const int64_t a = std::max<int64_t>({16, block, mla ? 128 : 0});
   const double p_attn = attention_bytes_per_token(*attn, kv, tp);
   const int64_t p_state = state_bytes(*state, dt, tp);

@@ -61,7 +61,8 @@ int64_t weight_bytes(const ModelSpec& spec, DType weight);
 int64_t request_bytes(const ModelSpec& spec, int64_t context, DType kv, const StateDtypes& dt, const Parallel& par);
 
 // Engine block size. `requested` <= 0 means the engine's default (vLLM 16; FlashMLA 64 for MLA;
-// SGLang 1; TensorRT-LLM 32). For hybrids on vLLM, _align_hybrid_block_size may raise it:
+// SGLang 1; TensorRT-LLM 32). For hybrids, _align_hybrid_block_size may raise it (vLLM's rule, used
+// for every engine because kvsim models one shared pool):
 // B = a * ceil(P_state / (a * p_attn)), a = max(16, requested) (128 for MLA hybrids).
 enum class EngineKind { kVllm, kSglang, kTrtllm };
 EngineKind parse_engine(const std::string& s, const std::string& what);
