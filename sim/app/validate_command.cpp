@@ -139,7 +139,7 @@ PointMeans measured_means(const RunCollector& c, int64_t first_id) {
 
 Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol& protocol,
                              const std::string& hardware_dir, const std::string& latency_model) {
-  const int64_t n = static_cast<int64_t>(protocol.requests_per_slot + protocol.warmup_per_slot) * p.concurrency;
+  const int64_t n = (static_cast<int64_t>(protocol.requests_per_slot) + protocol.warmup_per_slot) * p.concurrency;
   std::string y;
   y += "name: validate-line-" + std::to_string(p.line) + "\n";
   y += "model: \"" + p.model + "\"\n";

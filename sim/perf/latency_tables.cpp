@@ -1,6 +1,8 @@
 #include "sim/perf/latency_tables.h"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <filesystem>
 
 #include "sim/core/errors.h"
@@ -11,6 +13,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Every table value is range-checked where it is read: a zero latency, size or divisor would
+// otherwise reach a fit or an interpolation as a division by zero (an invariant failure or a NaN
+// step time) instead of an error naming the file, line and column.
+double positive(const CsvFile& f, size_t r, int col) {
+  const double v = f.number(r, col);
+  if (!(v > 0)) throw InputError(f.where(r, col) + ": must be > 0 (got " + f.text(r, col) + ")");
+  return v;
+}
+
+int whole(const CsvFile& f, size_t r, int col, int lo) {
+  const double v = f.number(r, col);
+  if (v < lo || v > INT_MAX || v != std::floor(v))
+    throw InputError(f.where(r, col) + ": must be a whole number >= " + std::to_string(lo) + " (got " + f.text(r, col) +
+                     ")");
+  return static_cast<int>(v);
+}
+
 std::vector<AttentionPoint> read_attention(const std::string& path, const char* length_col) {
   std::vector<AttentionPoint> out;
   if (!fs::exists(path)) return out;
@@ -19,13 +38,13 @@ std::vector<AttentionPoint> read_attention(const std::string& path, const char* 
             hd = f.column("head_dim"), w = f.column("window"), t = f.column("latency_ms");
   for (size_t r = 0; r < f.rows.size(); ++r) {
     AttentionPoint p;
-    p.batch = f.number(r, b);
-    p.length = f.number(r, l);
-    p.num_heads = static_cast<int>(f.number(r, h));
-    p.num_kv_heads = static_cast<int>(f.number(r, kv));
-    p.head_dim = static_cast<int>(f.number(r, hd));
-    p.window = static_cast<int>(f.number(r, w));
-    p.seconds = f.number(r, t) * 1e-3;
+    p.batch = positive(f, r, b);
+    p.length = positive(f, r, l);
+    p.num_heads = whole(f, r, h, 1);
+    p.num_kv_heads = whole(f, r, kv, 1);
+    p.head_dim = whole(f, r, hd, 1);
+    p.window = whole(f, r, w, 0);
+    p.seconds = positive(f, r, t) * 1e-3;
     out.push_back(p);
   }
   return out;
@@ -43,7 +62,7 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
     const CsvFile f = read_csv_file(p);
     const int m = f.column("m"), n = f.column("n"), k = f.column("k"), lat = f.column("latency_ms");
     for (size_t r = 0; r < f.rows.size(); ++r)
-      t.gemm.push_back({f.number(r, m), f.number(r, n), f.number(r, k), f.number(r, lat) * 1e-3});
+      t.gemm.push_back({positive(f, r, m), positive(f, r, n), positive(f, r, k), positive(f, r, lat) * 1e-3});
   }
   t.context_attention = read_attention((dir / "context_attention.csv").string(), "isl");
   t.generation_attention = read_attention((dir / "generation_attention.csv").string(), "context");
@@ -51,7 +70,7 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
     const CsvFile f = read_csv_file(p);
     const int g = f.column("num_gpus"), b = f.column("message_bytes"), lat = f.column("latency_ms");
     for (size_t r = 0; r < f.rows.size(); ++r)
-      t.allreduce.push_back({static_cast<int>(f.number(r, g)), f.number(r, b), f.number(r, lat) * 1e-3});
+      t.allreduce.push_back({whole(f, r, g, 1), positive(f, r, b), positive(f, r, lat) * 1e-3});
   }
   if (const std::string p = (dir / "moe.csv").string(); fs::exists(p)) {
     const CsvFile f = read_csv_file(p);
@@ -60,14 +79,14 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
               lat = f.column("latency_ms");
     for (size_t r = 0; r < f.rows.size(); ++r) {
       MoePoint p2;
-      p2.num_tokens = f.number(r, nt);
-      p2.hidden = f.number(r, h);
-      p2.inter = f.number(r, i);
-      p2.topk = static_cast<int>(f.number(r, k));
-      p2.num_experts = static_cast<int>(f.number(r, e));
-      p2.moe_tp = static_cast<int>(f.number(r, tp));
-      p2.moe_ep = static_cast<int>(f.number(r, ep));
-      p2.seconds = f.number(r, lat) * 1e-3;
+      p2.num_tokens = positive(f, r, nt);
+      p2.hidden = positive(f, r, h);
+      p2.inter = positive(f, r, i);
+      p2.topk = whole(f, r, k, 1);
+      p2.num_experts = whole(f, r, e, 1);
+      p2.moe_tp = whole(f, r, tp, 1);
+      p2.moe_ep = whole(f, r, ep, 1);
+      p2.seconds = positive(f, r, lat) * 1e-3;
       t.moe.push_back(p2);
     }
   }

@@ -1,0 +1,86 @@
+#include "sim/perf/latency_tables.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/core/errors.h"
+
+namespace kvsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A table directory <tmp>/<gpu>/ holding one CSV file.
+class OneTable : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("kvsim_latency_tables_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "gpu");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void write(const std::string& file, const std::string& text) { std::ofstream(root_ / "gpu" / file) << text; }
+  // The InputError message of loading the tables, or "" when they load.
+  std::string load_error() {
+    try {
+      load_latency_tables(root_.string(), "gpu");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::string where(const std::string& file, int line, const std::string& col) {
+    return (root_ / "gpu" / file).string() + ":" + std::to_string(line) + ": column '" + col + "'";
+  }
+  fs::path root_;
+};
+
+TEST_F(OneTable, GemmLatencyMustBePositiveNotAnInvariantFailure) {
+  write("gemm.csv", "m,n,k,latency_ms\n1,1024,1024,0.01\n2,1024,1024,0\n");
+  EXPECT_EQ(load_error(), where("gemm.csv", 3, "latency_ms") + ": must be > 0 (got 0)");
+  write("gemm.csv", "m,n,k,latency_ms\n1,1024,1024,0.01\n2,1024,1024,0.02\n");
+  EXPECT_EQ(load_error(), "");
+}
+
+TEST_F(OneTable, GemmSizesMustBePositive) {
+  write("gemm.csv", "m,n,k,latency_ms\n0,1024,1024,0.01\n");
+  EXPECT_EQ(load_error(), where("gemm.csv", 2, "m") + ": must be > 0 (got 0)");
+}
+
+TEST_F(OneTable, AllReduceMessageBytesMustBePositive) {
+  // 0 bytes would put log(0) into the log-space interpolation: a NaN step time.
+  write("allreduce.csv", "num_gpus,message_bytes,latency_ms\n2,0,0.01\n2,1024,0.02\n");
+  EXPECT_EQ(load_error(), where("allreduce.csv", 2, "message_bytes") + ": must be > 0 (got 0)");
+  write("allreduce.csv", "num_gpus,message_bytes,latency_ms\n2,1,0.01\n2,1024,0.02\n");
+  EXPECT_EQ(load_error(), "");
+}
+
+TEST_F(OneTable, IntegerColumnsMustBeWholeNumbersInRange) {
+  write("allreduce.csv", "num_gpus,message_bytes,latency_ms\n0,1024,0.01\n");
+  EXPECT_EQ(load_error(), where("allreduce.csv", 2, "num_gpus") + ": must be a whole number >= 1 (got 0)");
+  write("allreduce.csv", "num_gpus,message_bytes,latency_ms\n2.5,1024,0.01\n");
+  EXPECT_EQ(load_error(), where("allreduce.csv", 2, "num_gpus") + ": must be a whole number >= 1 (got 2.5)");
+  write("allreduce.csv", "num_gpus,message_bytes,latency_ms\n1e12,1024,0.01\n");
+  EXPECT_EQ(load_error(), where("allreduce.csv", 2, "num_gpus") + ": must be a whole number >= 1 (got 1e12)");
+}
+
+TEST_F(OneTable, MoeDivisorsMustBeAtLeastOne) {
+  write("moe.csv",
+        "num_tokens,hidden,inter,topk,num_experts,moe_tp,moe_ep,latency_ms\n"
+        "16,4096,1536,8,128,1,0,0.1\n");
+  EXPECT_EQ(load_error(), where("moe.csv", 2, "moe_ep") + ": must be a whole number >= 1 (got 0)");
+}
+
+TEST_F(OneTable, AttentionWindowMayBeZeroButHeadsMayNot) {
+  const std::string header = "batch,isl,num_heads,num_kv_heads,head_dim,window,latency_ms\n";
+  write("context_attention.csv", header + "1,4096,32,8,128,0,0.5\n");
+  EXPECT_EQ(load_error(), "");
+  write("context_attention.csv", header + "1,4096,32,0,128,0,0.5\n");
+  EXPECT_EQ(load_error(), where("context_attention.csv", 2, "num_kv_heads") + ": must be a whole number >= 1 (got 0)");
+}
+
+}  // namespace
+}  // namespace kvsim
