@@ -64,7 +64,10 @@ int all_mode_block_size(const ModelSpec& model, int block, DType kv, const State
 
 EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
-  const GpuSpec& gpu = hw.gpu(s.gpu);
+  return resolve_engine_config(s, model, hw.gpu(s.gpu));
+}
+
+EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model, const GpuSpec& gpu) {
   const EngineSettings& e = s.engine;
   const EngineKind kind = parse_engine(e.kind, s.path + ": engine.kind");
   const DType kv = resolve_kv_dtype(model, e.kv_cache_dtype, s.path + ": engine.kv_cache_dtype");
@@ -160,9 +163,9 @@ SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, d
   SimulationResult res;
   res.scenario = s;
   res.model = read_model_config(s.model);
-  res.engine = resolve_engine_config(s, res.model);
   const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
   const GpuSpec& gpu = hw.gpu(s.gpu);
+  res.engine = resolve_engine_config(s, res.model, gpu);
   const DType weight_dtype = parse_dtype(s.engine.weight_dtype, "engine.weight_dtype");
   const DType kv_dtype = resolve_kv_dtype(res.model, s.engine.kv_cache_dtype, s.path + ": engine.kv_cache_dtype");
   std::unique_ptr<ILatencyModel> latency;

@@ -9,6 +9,7 @@
 #include "sim/engine/engine_config.h"
 #include "sim/metrics/run_collector.h"
 #include "sim/metrics/summary.h"
+#include "sim/model/hardware.h"
 #include "sim/model/model_spec.h"
 #include "sim/scenario/scenario.h"
 
@@ -30,6 +31,8 @@ struct SimulationResult {
 // num_gpu_blocks, scheduler defaults by GPU as `vllm serve` picks them. Throws InputError when the
 // model does not fit on the GPU.
 EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model);
+// The same for a GPU already looked up in the scenario's hardware catalog.
+EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model, const GpuSpec& gpu);
 
 // The calibrated latency model's table folder for a hardware catalog folder: its sibling "latency"
 // (models/hardware -> models/latency).

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "sim/engine/engine_config.h"
+#include "sim/engine/engine_instance.h"
+#include "sim/engine/serving_sim.h"
 #include "sim/metrics/records.h"
 #include "sim/perf/i_latency_model.h"
 #include "sim/workload/request.h"
@@ -80,5 +82,15 @@ inline Segment text(uint64_t content, int64_t tokens, int64_t offset = 0) {
   return Segment{content, tokens, false, offset};
 }
 inline Segment image(uint64_t content, int64_t tokens) { return Segment{content, tokens, true, 0}; }
+
+// Runs `reqs` (open loop) through one engine with `config` and the fixed latency model.
+inline ServingResult run_engine(const EngineConfig& config, std::vector<RequestSpec> reqs, RecordingSink& sink) {
+  SimContext ctx(1);
+  FixedLatency lat;
+  EngineInstance engine(ctx, config, lat, sink);
+  VectorSource src(std::move(reqs));
+  ServingSim sim(ctx, src, engine);
+  return sim.run();
+}
 
 }  // namespace kvsim::testing

@@ -10,12 +10,10 @@
 namespace kvsim {
 namespace {
 using testing::config_for;
-using testing::FixedLatency;
 using testing::full_layout;
 using testing::make_request;
 using testing::RecordingSink;
 using testing::text;
-using testing::VectorSource;
 
 std::vector<int64_t> finish_order(const std::string& policy) {
   // One request at a time (max_num_seqs 1); all three arrive at t = 0 and are waiting when the
@@ -28,13 +26,8 @@ std::vector<int64_t> finish_order(const std::string& policy) {
   reqs[0].priority = 5;
   reqs[1].priority = 1;
   reqs[2].priority = 3;
-  SimContext ctx(1);
-  FixedLatency lat;
   RecordingSink sink;
-  EngineInstance engine(ctx, cfg, lat, sink);
-  VectorSource src(reqs);
-  ServingSim sim(ctx, src, engine);
-  sim.run();
+  testing::run_engine(cfg, reqs, sink);
   std::vector<std::pair<SimTime, int64_t>> done;
   for (const auto& [id, r] : sink.requests) done.emplace_back(r.finish, id);
   std::sort(done.begin(), done.end());
@@ -58,13 +51,8 @@ TEST(EnginePriority, PreemptionTakesTheLeastImportantRunningRequest) {
   std::vector<RequestSpec> reqs = {make_request(1, 0, {text(1, 48)}, 60), make_request(2, 0, {text(2, 48)}, 60)};
   reqs[0].priority = 9;
   reqs[1].priority = 0;
-  SimContext ctx(1);
-  FixedLatency lat;
   RecordingSink sink;
-  EngineInstance engine(ctx, cfg, lat, sink);
-  VectorSource src(reqs);
-  ServingSim sim(ctx, src, engine);
-  sim.run();
+  testing::run_engine(cfg, reqs, sink);
   EXPECT_GE(sink.requests[1].preemptions, 1);
   EXPECT_EQ(sink.requests[2].preemptions, 0);
   EXPECT_TRUE(sink.requests[1].finished);
