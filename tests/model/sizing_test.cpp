@@ -181,6 +181,18 @@ TEST(EssayCapacity, H100FitsAbout50RequestsOf8K) {
   EXPECT_EQ(static_cast<int64_t>(71.68 * kGiB / (8192.0 * 147456)), 63);  // the naive count ignores weights
 }
 
+// The validation-only config models/latency/configs/qwen3-32b.json (the vLLM dense validation set).
+TEST(ValidationConfigs, Qwen3_32B_HandCount) {
+  ModelSpec m = read_model_config("models/latency/configs/qwen3-32b.json");
+  // Per layer: q 5,120 x 8,192 + k, v 2 x 5,120 x 1,024 + o 8,192 x 5,120 = 94,371,840;
+  // MLP 3 x 5,120 x 25,600 = 393,216,000; norms 2 x 5,120 + q/k norms 2 x 128 = 10,496
+  // -> 487,598,336 x 64 layers = 31,206,293,504. Untied embedding and LM head 2 x 151,936 x 5,120 =
+  // 1,555,824,640, final norm 5,120: 32,762,123,264 (the model card's "32.8B").
+  EXPECT_EQ(m.params, 32762123264LL);
+  // 64 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 262,144 B per token in BF16.
+  EXPECT_EQ(kv_bytes_per_token(m, DType::kBf16), 262144);
+}
+
 TEST(EssayParams, PublishedTotals) {
   // model-sizing.md section 2 (hand counts from config shapes).
   EXPECT_EQ(load("llama-2-7b").params, 6738415616LL);
