@@ -124,7 +124,7 @@ void write_requests(Writer& w, hid_t file, const RunCollector& c) {
   w.column(g.get(), "id", column_of(rows, [](const R& r) { return r.id; }));
   w.column(g.get(), "arrival_s", column_of(rows, [](const R& r) { return r.arrival.seconds(); }), "s");
   w.column(g.get(), "first_scheduled_s",
-           column_of(rows, [](const R& r) { return time_or_nan(r.first_scheduled, r.arrival, true); }), "s");
+           column_of(rows, [](const R& r) { return r.first_scheduled ? r.first_scheduled->seconds() : kNaN; }), "s");
   w.column(g.get(), "first_token_s",
            column_of(rows, [](const R& r) { return time_or_nan(r.first_token, r.arrival, r.output_tokens > 0); }), "s");
   w.column(g.get(), "finish_s",

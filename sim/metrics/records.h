@@ -2,6 +2,7 @@
 // Typed records that models emit; sinks decide what is stored (HDF5, JSON summary, in memory).
 // Models never print or write files themselves.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,7 @@ constexpr int kNumMissCauses = 7;
 struct RequestRecord {
   RequestId id;
   SimTime arrival;
-  SimTime first_scheduled;
+  std::optional<SimTime> first_scheduled;  // unset: never scheduled (rejected, or cut off)
   SimTime first_token;
   SimTime finish;
   int64_t prompt_tokens = 0;

@@ -143,7 +143,8 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
     last_finish = any_finish ? std::max(last_finish, r.finish) : r.finish;
     any_finish = true;
     e2e.push_back(ms_between(r.arrival, r.finish));
-    queue.push_back(ms_between(r.arrival, r.first_scheduled));
+    KVSIM_CHECK(r.first_scheduled.has_value(), "request " << r.id << " finished without being scheduled");
+    queue.push_back(ms_between(r.arrival, *r.first_scheduled));
     if (r.output_tokens >= 1) ttft.push_back(ms_between(r.arrival, r.first_token));
     if (r.output_tokens > 1) {
       tpot.push_back(ms_between(r.first_token, r.finish) / static_cast<double>(r.output_tokens - 1));

@@ -31,6 +31,7 @@
 //
 // Rows of /requests are in on_request_done() order (deterministic for a deterministic simulation).
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -43,7 +44,7 @@ namespace kvsim {
 struct RequestRow {
   int64_t id = 0;
   SimTime arrival;
-  SimTime first_scheduled;
+  std::optional<SimTime> first_scheduled;  // unset: never scheduled
   SimTime first_token;
   SimTime finish;
   int64_t prompt_tokens = 0;

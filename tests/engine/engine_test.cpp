@@ -145,11 +145,11 @@ TEST(EngineScheduler, AdmissionNeedsTheWholePromptToFit) {
   cfg.max_num_batched_tokens = 16;
   Outcome strict;
   simulate(cfg, reqs, strict);
-  EXPECT_GE(strict.sink.requests[2].first_scheduled, strict.sink.requests[1].finish);
+  EXPECT_GE(*strict.sink.requests[2].first_scheduled, strict.sink.requests[1].finish);
   cfg.scheduler_reserve_full_isl = false;
   Outcome loose;
   simulate(cfg, reqs, loose);
-  EXPECT_LT(loose.sink.requests[2].first_scheduled, loose.sink.requests[1].finish);
+  EXPECT_LT(*loose.sink.requests[2].first_scheduled, loose.sink.requests[1].finish);
 }
 
 TEST(EngineScheduler, ChunkedPrefillRespectsMaxNumBatchedTokens) {

@@ -195,7 +195,7 @@ TEST(HybridLookup, AStateSavedInTheSameStepIsReusedOnlyFromTheNextStep) {
   HybridOutcome r;
   simulate_hybrid(c, {make_request(1, 0, {text(5, 600)}, 1), make_request(2, 0, {text(5, 600)}, 1)}, r);
   EXPECT_EQ(r.sink.requests[2].cached_tokens, 528);
-  EXPECT_GT(r.sink.requests[2].first_scheduled, r.sink.requests[1].first_scheduled);
+  EXPECT_GT(*r.sink.requests[2].first_scheduled, *r.sink.requests[1].first_scheduled);
 }
 
 TEST(HybridConnector, PartialHybridHitsKeepAttentionAndRecomputeFromTheLastState) {

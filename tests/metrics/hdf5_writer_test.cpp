@@ -37,7 +37,7 @@ RunCollector sample_collector() {
   c.on_request_done(r);
   RequestRecord u;
   u.id = RequestId(43);
-  u.arrival = SimTime::zero() + Duration::ms(200);
+  u.arrival = SimTime::zero();  // arrived at t = 0: "never scheduled" must not read as 0 s
   u.prompt_tokens = 10;
   c.on_request_done(u);  // unfinished, never scheduled
   StepRecord s;
@@ -77,7 +77,7 @@ TEST(Hdf5Writer, DatasetsAndMetaReadBack) {
   const auto finish = rd.read_doubles("/requests/finish_s");
   EXPECT_DOUBLE_EQ(finish[0], 0.35);
   EXPECT_TRUE(std::isnan(finish[1]));                                          // unfinished
-  EXPECT_TRUE(std::isnan(rd.read_doubles("/requests/first_scheduled_s")[1]));  // before arrival: never reached
+  EXPECT_TRUE(std::isnan(rd.read_doubles("/requests/first_scheduled_s")[1]));  // never scheduled
   EXPECT_EQ(rd.read_ints("/requests/cached_tokens"), (std::vector<int64_t>{512, 0}));
   EXPECT_EQ(rd.read_ints("/requests/miss_cause")[0], static_cast<int64_t>(MissCause::kEvicted));
   EXPECT_EQ(rd.read_string_attribute("/requests/miss_cause", "names"),
@@ -87,7 +87,8 @@ TEST(Hdf5Writer, DatasetsAndMetaReadBack) {
   EXPECT_EQ(rd.read_ints("/requests/saved_state_offsets"), (std::vector<int64_t>{0, 2, 2}));
   EXPECT_EQ(rd.read_ints("/steps/num_prefill_tokens"), (std::vector<int64_t>{488}));
   EXPECT_EQ(rd.read_ints("/timeseries/kv_blocks_used"), (std::vector<int64_t>{63}));
-  EXPECT_EQ(rd.read_ints("/timeseries/concurrency"), (std::vector<int64_t>{1}));
+  // At the step (100-150 ms) both are in flight: 42 (100-350 ms) and 43 (from 0 ms, never done).
+  EXPECT_EQ(rd.read_ints("/timeseries/concurrency"), (std::vector<int64_t>{2}));
   EXPECT_EQ(rd.read_string_attribute("/requests/arrival_s", "units"), "s");
 
   EXPECT_EQ(rd.read_string_attribute("/meta", "fingerprint"), "feedbeef01234567");
