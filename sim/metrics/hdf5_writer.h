@@ -10,7 +10,8 @@
 //               prefix_hits_blocks, saved_state_positions (flattened), saved_state_offsets
 //               (n + 1 entries: request i owns positions[offsets[i]:offsets[i+1]]).
 //               A time that was never reached is NaN: finish_s of unfinished requests,
-//               first_token_s of requests without output, and any time earlier than arrival.
+//               first_token_s of requests without output, first_scheduled_s of requests never
+//               scheduled (rejected ones included).
 //   /steps      start_s, end_s, num_prefill_requests, num_decode_requests, num_prefill_tokens,
 //               num_decode_tokens, running, waiting, kv_blocks_used, kv_blocks_cached, preemptions,
 //               instance
