@@ -1,11 +1,13 @@
 // The second dense validation set models/latency/validation_vllm.csv (Qwen3-32B BF16, vLLM 0.12.0,
 // H100 SXM, TP 2/4/8) stays readable and simulable. It checks the file's shape against the silicon
 // sample's grid (2 isl x 3 osl x 5 concurrencies x 3 TP = 90 points) and that the smallest point runs;
-// the error itself is reported in models/latency/README.md, not asserted.
+// the error itself is reported in models/latency/README.md, not asserted. The third set (Llama-3.1-70B)
+// is checked the same way at the end.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include "sim/app/simulation.h"
 #include "sim/app/validate_command.h"
@@ -56,6 +58,29 @@ TEST(ValidationVllmSet, SmallestPointSimulates) {
   EXPECT_EQ(m.requests, 8);
   EXPECT_TRUE(std::isfinite(m.ttft_ms) && m.ttft_ms > 0);
   EXPECT_TRUE(std::isfinite(m.tpot_ms) && m.tpot_ms > 0);
+}
+
+// The third dense set models/latency/validation_vllm_llama70b.csv (Llama-3.1-70B FP8): 3 (isl, osl)
+// pairs x 5 concurrencies x (3 TP on H100 + 4 TP on H200) = 105 points.
+TEST(ValidationVllmSet, Llama70BGridOf105Points) {
+  const auto points = read_validation_points("models/latency/validation_vllm_llama70b.csv", kDefaultHardwareDir);
+  ASSERT_EQ(points.size(), 105u);
+  std::set<std::pair<int64_t, int64_t>> lengths;
+  std::set<int> conc, tp_h100, tp_h200;
+  for (const auto& p : points) {
+    EXPECT_EQ(p.model, "models/latency/configs/llama-3.1-70b.json") << p.line;
+    EXPECT_EQ(p.engine, "vllm") << p.line;
+    EXPECT_EQ(p.dtype, "fp8") << p.line;
+    lengths.insert({p.isl, p.osl});
+    conc.insert(p.concurrency);
+    (p.gpu == "h200" ? tp_h200 : tp_h100).insert(p.tp);
+    ASSERT_TRUE(p.max_num_batched_tokens.has_value()) << p.line;
+    EXPECT_EQ(*p.max_num_batched_tokens, p.concurrency + p.isl + 1500) << p.line;
+  }
+  EXPECT_EQ(lengths, (std::set<std::pair<int64_t, int64_t>>{{1024, 1024}, {1024, 8192}, {8192, 1024}}));
+  EXPECT_EQ(conc, (std::set<int>{4, 8, 16, 32, 64}));
+  EXPECT_EQ(tp_h100, (std::set<int>{2, 4, 8}));
+  EXPECT_EQ(tp_h200, (std::set<int>{1, 2, 4, 8}));
 }
 
 }  // namespace

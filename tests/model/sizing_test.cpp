@@ -193,6 +193,16 @@ TEST(ValidationConfigs, Qwen3_32B_HandCount) {
   EXPECT_EQ(kv_bytes_per_token(m, DType::kBf16), 262144);
 }
 
+TEST(ValidationConfigs, Llama31_70B_HandCount) {
+  ModelSpec m = read_model_config("models/latency/configs/llama-3.1-70b.json");
+  // Per layer: q, o 2 x 8,192 x 8,192 + k, v 2 x 8,192 x 1,024 = 150,994,944; MLP 3 x 8,192 x 28,672 =
+  // 704,643,072; norms 2 x 8,192 -> 855,654,400 x 80 layers = 68,452,352,000. Untied embedding and LM
+  // head 2 x 128,256 x 8,192 = 2,101,346,304, final norm 8,192: 70,553,706,496 ("70B").
+  EXPECT_EQ(m.params, 70553706496LL);
+  // 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 327,680 B per token in BF16.
+  EXPECT_EQ(kv_bytes_per_token(m, DType::kBf16), 327680);
+}
+
 TEST(EssayParams, PublishedTotals) {
   // model-sizing.md section 2 (hand counts from config shapes).
   EXPECT_EQ(load("llama-2-7b").params, 6738415616LL);
