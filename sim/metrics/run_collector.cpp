@@ -12,7 +12,11 @@ namespace {
 
 double ms_between(SimTime from, SimTime to) { return static_cast<double>((to - from).ns()) * 1e-6; }
 
-// Sorted arrival and finish times (finish only for finished requests).
+// When a request left the instance: its finish, or for a rejected request (finished = false) the
+// rejection time the engine stores in `finish` (EngineInstance::emit_rejected). Never before arrival.
+int64_t leave_ns(const RequestRow& r) { return std::max(r.finish.ns(), r.arrival.ns()); }
+
+// Sorted arrival and leave times.
 struct Sweep {
   std::vector<int64_t> arrivals;
   std::vector<int64_t> finishes;
@@ -21,9 +25,10 @@ struct Sweep {
 Sweep make_sweep(const std::vector<RequestRow>& rows) {
   Sweep s;
   s.arrivals.reserve(rows.size());
+  s.finishes.reserve(rows.size());
   for (const auto& r : rows) {
     s.arrivals.push_back(r.arrival.ns());
-    if (r.finished) s.finishes.push_back(r.finish.ns());
+    s.finishes.push_back(leave_ns(r));
   }
   std::sort(s.arrivals.begin(), s.arrivals.end());
   std::sort(s.finishes.begin(), s.finishes.end());
@@ -174,7 +179,7 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
     events.reserve(requests_.size() * 2);
     for (const auto& r : requests_) {
       events.emplace_back(r.arrival.ns(), +1);
-      if (r.finished) events.emplace_back(r.finish.ns(), -1);
+      events.emplace_back(leave_ns(r), -1);
     }
     std::sort(events.begin(), events.end());  // (time, -1) sorts before (time, +1)
     const int64_t start = events.front().first;

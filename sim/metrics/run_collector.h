@@ -19,8 +19,8 @@
 // bookkeeping for ITL (the last delivery time) lives only while a request is in flight and is
 // dropped by on_request_done(); tokens reported after on_request_done() start a new sequence.
 //
-// Concurrency is the number of requests between arrival and finish (unfinished requests count until
-// the end of the run). Its mean is time-weighted over [first arrival, end of run], where the end of
+// Concurrency is the number of requests between arrival and leaving the instance (finish, or the
+// rejection time of a rejected request). Its mean is time-weighted over [first arrival, end of run], where the end of
 // the run is the latest finish, step end or token delivery seen. At equal times finishes are applied
 // before arrivals, so a request leaving as another arrives does not raise the peak.
 //

@@ -87,8 +87,8 @@ TEST(Hdf5Writer, DatasetsAndMetaReadBack) {
   EXPECT_EQ(rd.read_ints("/requests/saved_state_offsets"), (std::vector<int64_t>{0, 2, 2}));
   EXPECT_EQ(rd.read_ints("/steps/num_prefill_tokens"), (std::vector<int64_t>{488}));
   EXPECT_EQ(rd.read_ints("/timeseries/kv_blocks_used"), (std::vector<int64_t>{63}));
-  // At the step (100-150 ms) both are in flight: 42 (100-350 ms) and 43 (from 0 ms, never done).
-  EXPECT_EQ(rd.read_ints("/timeseries/concurrency"), (std::vector<int64_t>{2}));
+  // At the step end (150 ms) only 42 (100-350 ms) is in flight: 43 was turned away at t = 0.
+  EXPECT_EQ(rd.read_ints("/timeseries/concurrency"), (std::vector<int64_t>{1}));
   EXPECT_EQ(rd.read_string_attribute("/requests/arrival_s", "units"), "s");
 
   EXPECT_EQ(rd.read_string_attribute("/meta", "fingerprint"), "feedbeef01234567");

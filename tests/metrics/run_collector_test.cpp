@@ -102,20 +102,25 @@ TEST(RunCollector, FinishBeforeArrivalAtEqualTimesKeepsPeak) {
   EXPECT_NEAR(s.concurrency.mean, 1.0, 1e-12);
 }
 
-// An unfinished request counts until the end of the run (the last step end, 20 ms here).
-// A: [0, 10 ms); U: [0, 20 ms]. Area = 10 + 20 = 30, window 20 -> mean 1.5.
-TEST(RunCollector, UnfinishedRequestsStayInFlightUntilEndOfRun) {
+// A rejected request (unfinished) is in flight from arrival to its rejection time, which the engine
+// stores in `finish` -- not until the end of the run (the last step end, 20 ms here).
+// A: [0, 10 ms); U: [0, 15 ms). Area = 10 + 15 = 25, window 20 -> mean 1.25; peak 2.
+TEST(RunCollector, RejectedRequestsLeaveAtRejection) {
   RunCollector c;
   c.on_request_done(make_request(1, 0, 0, 5, 10, 2));
-  RequestRecord u = make_request(2, 0, 0, 0, 0, 0);
+  RequestRecord u = make_request(2, 0, 0, 0, 15, 0);
   u.finished = false;
+  u.first_scheduled.reset();
   c.on_request_done(u);
   StepRecord st;
   st.start = at_ms(15);
   st.end = at_ms(20);
   c.on_step(st);
   const RunSummary s = c.summarize({});
-  EXPECT_NEAR(s.concurrency.mean, 1.5, 1e-12);
+  EXPECT_NEAR(s.concurrency.mean, 1.25, 1e-12);
+  EXPECT_EQ(s.concurrency.peak, 2);
+  // Sampled at the step end (20 ms) both have left.
+  EXPECT_EQ(c.timeseries().concurrency, (std::vector<int64_t>{0}));
 }
 
 // Two instances: the series sums each instance's latest step; concurrency counts requests in
