@@ -6,9 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "sim/app/simulation.h"
-#include "sim/app/validate_command.h"
-#include "sim/scenario/hardware_catalog.h"
+#include "tests/app/validation_test_util.h"
 
 namespace kvsim {
 namespace {
@@ -33,9 +31,6 @@ TEST(ComparisonSet, ReadsEveryPointWithKnownModelGpuAndEngine) {
 // no warm-up: every request finishes and the means are positive.
 TEST(ComparisonSet, SmallestPointOfEachModelSimulates) {
   const auto points = read_validation_points(kPoints, kDefaultHardwareDir);
-  ValidationProtocol protocol;
-  protocol.requests_per_slot = 1;
-  protocol.warmup_per_slot = 0;
   for (const char* model : {"models/gpt-oss-120b.json", "models/latency/configs/qwen3.5-397b-a17b.json"}) {
     const ValidationPoint* pick = nullptr;
     for (const auto& p : points)
@@ -44,8 +39,7 @@ TEST(ComparisonSet, SmallestPointOfEachModelSimulates) {
         break;
       }
     ASSERT_NE(pick, nullptr) << model;
-    const SimulationResult r = run_simulation(validation_scenario(*pick, protocol, kDefaultHardwareDir, "calibrated"));
-    const PointMeans m = measured_means(*r.collector, 0);
+    const PointMeans m = simulate_one_request_per_client(*pick);
     EXPECT_EQ(m.requests, 4) << model;
     EXPECT_GT(m.ttft_ms, 0) << model;
     EXPECT_GT(m.tpot_ms, 0) << model;

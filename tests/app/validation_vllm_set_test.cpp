@@ -9,9 +9,7 @@
 #include <set>
 #include <utility>
 
-#include "sim/app/simulation.h"
-#include "sim/app/validate_command.h"
-#include "sim/scenario/hardware_catalog.h"
+#include "tests/app/validation_test_util.h"
 
 namespace kvsim {
 namespace {
@@ -46,15 +44,11 @@ TEST(ValidationVllmSet, GridOfNinetyDensePoints) {
 // isl 1024, osl 128, concurrency 8, TP 8 with one request per slot and no warm-up: all 8 finish.
 TEST(ValidationVllmSet, SmallestPointSimulates) {
   const auto points = read_validation_points(kPoints, kDefaultHardwareDir);
-  ValidationProtocol protocol;
-  protocol.requests_per_slot = 1;
-  protocol.warmup_per_slot = 0;
   const ValidationPoint* pick = nullptr;
   for (const auto& p : points)
     if (p.isl == 1024 && p.osl == 128 && p.concurrency == 8 && p.tp == 8) pick = &p;
   ASSERT_NE(pick, nullptr);
-  const SimulationResult r = run_simulation(validation_scenario(*pick, protocol, kDefaultHardwareDir, "calibrated"));
-  const PointMeans m = measured_means(*r.collector, 0);
+  const PointMeans m = simulate_one_request_per_client(*pick);
   EXPECT_EQ(m.requests, 8);
   EXPECT_TRUE(std::isfinite(m.ttft_ms) && m.ttft_ms > 0);
   EXPECT_TRUE(std::isfinite(m.tpot_ms) && m.tpot_ms > 0);
