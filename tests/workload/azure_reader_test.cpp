@@ -67,20 +67,9 @@ TEST(AzureReader, TimeScaleStretchesGaps) {
   EXPECT_EQ(reqs[1].arrival.ns(), 8'629'158'000);  // 2 * 4.3145790 s
 }
 
-std::string error_of(const WorkloadConfig& w) {
-  RandomStreams rng(1);
-  try {
-    auto src = make_request_source(w, rng);
-    drain(*src);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(AzureReader, BadRowNamesLineAndColumn) {
   // The header is line 1, so the malformed time is on line 3.
-  const std::string msg = error_of(trace_workload("azure", "azure_bad_rows.csv"));
+  const std::string msg = test::source_error(trace_workload("azure", "azure_bad_rows.csv"));
   EXPECT_NE(msg.find("azure_bad_rows.csv:3: TIMESTAMP: '2023-11-16 18:15:4x.0000000'"), std::string::npos) << msg;
 }
 
@@ -99,7 +88,7 @@ TEST(AzureReader, SkipBadLinesSkipsBadTimesAndZeroLengths) {
 TEST(AzureReader, MissingHeaderIsFatalEvenWhenSkipping) {
   auto w = trace_workload("azure", "azure_no_header.csv");
   w.trace->skip_bad_lines = true;
-  const std::string msg = error_of(w);
+  const std::string msg = test::source_error(w);
   EXPECT_NE(msg.find("azure_no_header.csv:1: header lacks column 'TIMESTAMP'"), std::string::npos) << msg;
 }
 

@@ -12,22 +12,10 @@ using test::drain;
 using test::fixture;
 using test::trace_workload;
 
-// Reads the whole source and returns the InputError message ("" if none was thrown).
-std::string error_of(const WorkloadConfig& w) {
-  RandomStreams rng(1);
-  try {
-    auto src = make_request_source(w, rng);
-    drain(*src);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 TEST(TraceErrors, MalformedLineReportsPathAndLineNumber) {
-  const std::string msg = error_of(trace_workload("mooncake", "mooncake_bad_lines.jsonl"));
+  const std::string msg = test::source_error(trace_workload("mooncake", "mooncake_bad_lines.jsonl"));
   // Line 2 lacks a comma after "input_length": 100.
   EXPECT_TRUE(contains(msg, fixture("mooncake_bad_lines.jsonl") + ":2: ")) << msg;
   EXPECT_TRUE(contains(msg, "invalid JSON")) << msg;
@@ -69,7 +57,7 @@ TEST(TraceErrors, NegativeLengthNamesLineAndField) {
 }
 
 TEST(TraceErrors, BackwardsTimestampNamesBothLines) {
-  const std::string msg = error_of(trace_workload("mooncake", "mooncake_backwards.jsonl"));
+  const std::string msg = test::source_error(trace_workload("mooncake", "mooncake_backwards.jsonl"));
   EXPECT_TRUE(contains(msg, "mooncake_backwards.jsonl:3: timestamp goes backwards")) << msg;
   EXPECT_TRUE(contains(msg, "0.500000000 s is before 1.000000000 s on line 2")) << msg;
 }
@@ -77,12 +65,12 @@ TEST(TraceErrors, BackwardsTimestampNamesBothLines) {
 TEST(TraceErrors, BackwardsTimestampIsFatalEvenWhenSkippingBadLines) {
   auto w = trace_workload("mooncake", "mooncake_backwards.jsonl");
   w.trace->skip_bad_lines = true;
-  EXPECT_TRUE(contains(error_of(w), "goes backwards"));
+  EXPECT_TRUE(contains(test::source_error(w), "goes backwards"));
 }
 
 TEST(TraceErrors, LengthAboveMaxTokensNamesLineAndField) {
   // 20,000,000 > the default guard of 10,000,000.
-  const std::string msg = error_of(trace_workload("mooncake", "mooncake_absurd_length.jsonl"));
+  const std::string msg = test::source_error(trace_workload("mooncake", "mooncake_absurd_length.jsonl"));
   EXPECT_TRUE(contains(msg, ":2: input_length: 20000000 exceeds max_tokens 10000000")) << msg;
 }
 
@@ -90,24 +78,24 @@ TEST(TraceErrors, MaxTokensGuardAcceptsTheLimitItselfAndRejectsOneMore) {
   // mooncake_small's longest prompt is 1200 tokens and longest output 10.
   auto w = trace_workload("mooncake", "mooncake_small.jsonl");
   w.trace->max_tokens = 1200;
-  EXPECT_EQ(error_of(w), "");
+  EXPECT_EQ(test::source_error(w), "");
   w.trace->max_tokens = 1199;
-  EXPECT_TRUE(contains(error_of(w), ":1: input_length: 1200 exceeds max_tokens 1199"));
+  EXPECT_TRUE(contains(test::source_error(w), ":1: input_length: 1200 exceeds max_tokens 1199"));
 }
 
 TEST(TraceErrors, HashIdCountInconsistentWithInputLength) {
   // ceil(1200 / 512) = 3 ids expected, the line has 2.
-  const std::string msg = error_of(trace_workload("mooncake", "mooncake_hash_mismatch.jsonl"));
+  const std::string msg = test::source_error(trace_workload("mooncake", "mooncake_hash_mismatch.jsonl"));
   EXPECT_TRUE(contains(msg, ":1: hash_ids: 2 ids for input_length 1200 at block_size 512 (expected 3)")) << msg;
 }
 
 TEST(TraceErrors, MissingFileNamesThePath) {
-  const std::string msg = error_of(trace_workload("native", "no_such_trace.jsonl"));
+  const std::string msg = test::source_error(trace_workload("native", "no_such_trace.jsonl"));
   EXPECT_TRUE(contains(msg, fixture("no_such_trace.jsonl"))) << msg;
 }
 
 TEST(TraceErrors, NativeUnknownKeyIsRejected) {
-  const std::string msg = error_of(trace_workload("native", "native_unknown_key.jsonl"));
+  const std::string msg = test::source_error(trace_workload("native", "native_unknown_key.jsonl"));
   EXPECT_TRUE(contains(msg, ":1: unknown key 'arival'")) << msg;
 }
 
@@ -128,7 +116,7 @@ TEST(TraceStreaming, RequestsAreReadOneLineAtATime) {
 TEST(TraceStreaming, LimitStopsBeforeABadLineIsRead) {
   auto w = trace_workload("mooncake", "mooncake_truncated.jsonl");
   w.trace->limit = 2;
-  EXPECT_EQ(error_of(w), "");
+  EXPECT_EQ(test::source_error(w), "");
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/errors.h"
+#include "sim/core/random.h"
 #include "sim/workload/request.h"
 #include "sim/workload/workload_config.h"
 
@@ -25,6 +27,18 @@ inline std::vector<RequestSpec> drain(IRequestSource& src) {
   std::vector<RequestSpec> out;
   while (auto r = src.next()) out.push_back(std::move(*r));
   return out;
+}
+
+// Builds the source for `w` and reads it to the end; returns the InputError message ("" if none).
+inline std::string source_error(const WorkloadConfig& w) {
+  RandomStreams rng(1);
+  try {
+    auto src = make_request_source(w, rng);
+    drain(*src);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 inline std::vector<int64_t> tokens_of(const RequestSpec& r) {
