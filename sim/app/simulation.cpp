@@ -6,150 +6,47 @@
 #include <filesystem>
 #include <numeric>
 
+#include "sim/cluster/cluster.h"
 #include "sim/core/errors.h"
 #include "sim/core/sim_context.h"
 #include "sim/core/units.h"
 #include "sim/engine/engine_instance.h"
-#include "sim/engine/serving_sim.h"
+#include "sim/engine/engine_resolution.h"
 #include "sim/model/config_reader.h"
 #include "sim/model/sizing.h"
-#include "sim/perf/calibrated_model.h"
-#include "sim/perf/roofline_model.h"
+#include "sim/perf/latency_factory.h"
 #include "sim/scenario/hardware_catalog.h"
 #include "sim/workload/workload_config.h"
 
 namespace kvsim {
 namespace {
 
-bool has_layer(const ModelSpec& m, bool (*pred)(LayerKind)) {
-  for (const auto& l : m.layers)
-    if (pred(l.kind)) return true;
-  return false;
-}
-
-// vLLM MambaModelConfig.verify_and_update_config: prefix caching on turns "none" into "align" and
-// off means "none"; "all" needs SupportsMambaPrefixCaching, else it falls back to "align".
-MambaCacheMode resolve_mamba_cache_mode(const Scenario& s, const ModelSpec& model) {
-  const EngineSettings& e = s.engine;
-  if (!e.enable_prefix_caching) return MambaCacheMode::kNone;
-  if (e.mamba_cache_mode != "all") return MambaCacheMode::kAlign;
-  static const char* const kSupportsAll[] = {"mamba",      "mamba2",           "jamba", "falcon_h1",
-                                             "nemotron_h", "granitemoehybrid", "zamba2"};
-  for (const char* t : kSupportsAll)
-    if (model.model_type == t) return MambaCacheMode::kAll;
-  return MambaCacheMode::kAlign;
-}
-
-// _align_hybrid_block_size in "all" mode: B = lcm(chunk, a) * cdiv(cdiv(P_state, p_attn), lcm(chunk, a)),
-// chunk = the model's mamba_chunk_size (Mamba1: 2048).
-int all_mode_block_size(const ModelSpec& model, int block, DType kv, const StateDtypes& dt, int tp) {
-  const LayerSpec* attn = nullptr;
-  const LayerSpec* state = nullptr;
-  bool mla = false;
-  for (const auto& l : model.layers) {
-    if (is_attention(l.kind) && !attn && l.reads_cache_of < 0) attn = &l;
-    if (is_state(l.kind) && !state) state = &l;
-    mla |= l.kind == LayerKind::kMla || l.kind == LayerKind::kSparseMla;
+// Error locations of a pool: the top-level keys for a scenario without a cluster: section.
+ResolveContext pool_context(const Scenario& s, const PoolSettings& p) {
+  ResolveContext where;
+  where.file = s.path;
+  if (s.cluster.present) {
+    where.engine_key = p.key + ".engine";
+    where.gpu_key = p.key + ".gpu";
   }
-  if (attn == nullptr || state == nullptr) return block;
-  const int64_t a = std::max<int64_t>({16, block, mla ? 128 : 0});
-  const int64_t chunk = model.mamba_chunk_size > 0 ? model.mamba_chunk_size : 2048;
-  const int64_t l = std::lcm(chunk, a);
-  const auto p_attn = static_cast<int64_t>(std::ceil(attention_bytes_per_token(*attn, kv, tp)));
-  const int64_t tokens = (state_bytes(*state, dt, tp) + p_attn - 1) / p_attn;
-  return static_cast<int>(std::max<int64_t>(block, l * ((tokens + l - 1) / l)));
+  return where;
+}
+
+const GpuSpec& lookup_gpu(const HardwareCatalog& hw, const std::string& name, const std::string& key) {
+  try {
+    return hw.gpu(name);
+  } catch (const InputError& e) {
+    throw InputError(key + ": " + e.what());
+  }
 }
 
 }  // namespace
 
 EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
-  return resolve_engine_config(s, model, hw.gpu(s.gpu));
-}
-
-EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model, const GpuSpec& gpu) {
-  const EngineSettings& e = s.engine;
-  const EngineKind kind = parse_engine(e.kind, s.path + ": engine.kind");
-  const DType kv = resolve_kv_dtype(model, e.kv_cache_dtype, s.path + ": engine.kv_cache_dtype");
-  const DType wd = parse_dtype(e.weight_dtype, s.path + ": engine.weight_dtype");
-  StateDtypes sdt;
-  try {
-    sdt = resolve_state_dtypes(model, e.state_dtype);
-  } catch (const InputError& err) {
-    throw InputError(s.path + ": engine.mamba_ssm_cache_dtype: " + err.what());
-  }
-  const Parallel par{e.tensor_parallel_size, 1};
-  try {
-    check_parallel(model, par);
-  } catch (const InputError& err) {
-    throw InputError(s.path + ": engine.tensor_parallel_size: " + err.what());
-  }
-  int block = engine_block_size(model, kind, e.block_size, kv, sdt, par.tp);
-  const bool hybrid_state = has_layer(model, is_state);
-  const MambaCacheMode mode = resolve_mamba_cache_mode(s, model);
-  if (hybrid_state && mode == MambaCacheMode::kAll && kind == EngineKind::kVllm)
-    block = all_mode_block_size(model, std::max(e.block_size, 0), kv, sdt, par.tp);
-  // vLLM prefix_match_unit (hash_block_size): every KV cache group's block size must be divisible by it.
-  // It takes effect only on hybrids in align mode with prefix caching (partial hash hits); elsewhere
-  // vLLM falls back to whole-block hashing and so does kvsim (validated all the same).
-  if (e.prefix_match_unit < 0 || (e.prefix_match_unit > 0 && block % e.prefix_match_unit != 0))
-    throw InputError(s.path + ": engine.prefix_match_unit: must divide the block size " + std::to_string(block) +
-                     " (got " + std::to_string(e.prefix_match_unit) + "); 0 means the block size");
-  if (e.prefix_cache_retention_interval && *e.prefix_cache_retention_interval > 0 &&
-      *e.prefix_cache_retention_interval % block != 0)
-    throw InputError(s.path + ": engine.prefix_cache_retention_interval: must be a multiple of the block size " +
-                     std::to_string(block) + " (got " + std::to_string(*e.prefix_cache_retention_interval) + ")");
-
-  EngineConfig c;
-  int64_t available = 0;
-  const int64_t weights_per_gpu = (weight_bytes(model, wd) + par.tp - 1) / par.tp;
-  MemoryRule rule;
-  rule.engine = kind;
-  rule.fraction = e.gpu_memory_utilization.value_or(default_memory_fraction(kind, par.tp));
-  rule.reserve_bytes = e.activation_reserve.value_or(
-      static_cast<int64_t>(std::llround(gpu.activation_reserve_fraction * gpu.memory_bytes)));
-  const MemoryBudget mb = kv_memory(gpu.memory_bytes, weights_per_gpu, rule);
-  available = mb.kv_available;
-  c.layout = build_kv_layout(model, block, kv, sdt, par, std::max<int64_t>(available, 0));
-  if (e.num_gpu_blocks) {
-    c.layout.num_blocks = *e.num_gpu_blocks;  // vLLM num_gpu_blocks_override
-  } else if (c.layout.num_blocks < 2) {
-    throw InputError(s.path + ": " + model.name + " does not fit on " + gpu.name + " (" +
-                     format_bytes(gpu.memory_bytes) + "): weights " + format_bytes(weights_per_gpu) +
-                     " per GPU at tensor_parallel_size " + std::to_string(par.tp) + ", reserve " +
-                     format_bytes(mb.reserve) + ", engine share " + format_bytes(mb.engine_share) +
-                     " leave no room for the KV cache");
-  }
-  // vllm/engine/arg_utils.py get_batch_defaults for `vllm serve`: >= 160 GiB: 16384 / 1024;
-  // >= 70 GiB and not A100: 8192 / 1024; otherwise 2048 / 256.
-  const double gib = gpu.memory_bytes / (1024.0 * 1024 * 1024);
-  const bool a100 = gpu.name.find("a100") != std::string::npos;
-  int tokens = 2048, seqs = 256;
-  if (gib >= 160) {
-    tokens = 16384;
-    seqs = 1024;
-  } else if (gib >= 70 && !a100) {
-    tokens = 8192;
-    seqs = 1024;
-  }
-  c.max_num_batched_tokens = e.max_num_batched_tokens.value_or(tokens);
-  c.max_num_seqs = e.max_num_seqs.value_or(seqs);
-  c.enable_prefix_caching = e.enable_prefix_caching;
-  c.enable_chunked_prefill = e.enable_chunked_prefill;
-  c.long_prefill_token_threshold = e.long_prefill_token_threshold;
-  c.max_model_len =
-      e.max_model_len.value_or(model.max_position_embeddings > 0 ? model.max_position_embeddings : 1 << 20);
-  c.policy = e.policy;
-  c.watermark = e.watermark;
-  for (const LayerSpec& l : model.layers)
-    if (l.kind == LayerKind::kSparseMla) c.sparse_topk = l.attn.index_topk;
-  c.scheduler_reserve_full_isl = e.scheduler_reserve_full_isl;
-  c.mamba_cache_mode = mode;
-  c.prefix_cache_retention_interval = e.prefix_cache_retention_interval.value_or(kRetentionDense);
-  c.shared_prefix_checkpoint = e.shared_prefix_checkpoint;
-  c.prefix_match_unit = e.prefix_match_unit;
-  c.kv_connector_partial_hybrid_hits = e.kv_connector_partial_hybrid_hits;
-  return c;
+  const PoolSettings& p = s.cluster.pools.front();
+  const ResolveContext where = pool_context(s, p);
+  return resolve_engine_config(p.engine, model, lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key), where);
 }
 
 std::string latency_tables_dir(const std::string& hardware_dir) {
@@ -164,32 +61,48 @@ SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, d
   res.scenario = s;
   res.model = read_model_config(s.model);
   const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
-  const GpuSpec& gpu = hw.gpu(s.gpu);
-  res.engine = resolve_engine_config(s, res.model, gpu);
-  const DType weight_dtype = parse_dtype(s.engine.weight_dtype, "engine.weight_dtype");
-  const DType kv_dtype = resolve_kv_dtype(res.model, s.engine.kv_cache_dtype, s.path + ": engine.kv_cache_dtype");
-  std::unique_ptr<ILatencyModel> latency;
-  if (s.engine.latency_model == "roofline") {
-    latency =
-        std::make_unique<RooflineLatencyModel>(res.model, gpu, s.engine.tensor_parallel_size, weight_dtype, kv_dtype);
-  } else if (s.engine.latency_model == "calibrated") {
-    // Tables live beside the hardware catalog: <hardware_dir>/../latency (models/latency).
-    const std::string dir = latency_tables_dir(s.hardware_dir);
-    const LatencyTables tables = load_latency_tables(dir, gpu.name);
-    latency = std::make_unique<CalibratedLatencyModel>(res.model, gpu, s.engine.tensor_parallel_size, weight_dtype,
-                                                       kv_dtype, tables, engine_overhead(dir, s.engine.kind));
-  } else {
-    throw InputError(s.path + ": engine.latency_model: unknown model '" + s.engine.latency_model +
-                     "' (known: calibrated, roofline)");
-  }
 
   SimContext ctx(s.seed);
   res.collector = std::make_unique<RunCollector>();
   std::unique_ptr<IRequestSource> source = make_request_source(s.workload, ctx.rng);
-  EngineInstance engine(ctx, res.engine, *latency, *res.collector);
-  ServingSim sim(ctx, *source, engine);
-  if (progress) sim.set_progress([&](int64_t done, SimTime now) { progress(done, now.seconds()); });
-  const ServingResult sr = sim.run();
+  // Every pool resolves its own engine on its own GPU; its instances share one latency model.
+  std::vector<std::unique_ptr<ILatencyModel>> latency;
+  std::vector<std::unique_ptr<EngineInstance>> engines;
+  std::vector<EngineInstance*> instances;
+  for (size_t pi = 0; pi < s.cluster.pools.size(); ++pi) {
+    const PoolSettings& p = s.cluster.pools[pi];
+    const ResolveContext where = pool_context(s, p);
+    const GpuSpec& gpu = lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key);
+    EngineConfig cfg = resolve_engine_config(p.engine, res.model, gpu, where);
+    LatencyModelSpec lm;
+    lm.name = p.engine.latency_model;
+    lm.tp = p.engine.tensor_parallel_size;
+    lm.weight_dtype = parse_dtype(p.engine.weight_dtype, s.path + ": " + where.engine_key + ".weight_dtype");
+    lm.kv_dtype =
+        resolve_kv_dtype(res.model, p.engine.kv_cache_dtype, s.path + ": " + where.engine_key + ".kv_cache_dtype");
+    lm.tables_dir = latency_tables_dir(s.hardware_dir);  // <hardware_dir>/../latency (models/latency)
+    lm.engine_kind = p.engine.kind;
+    latency.push_back(make_latency_model(lm, res.model, gpu, s.path + ": " + where.engine_key + ".latency_model"));
+    PoolRun run;
+    run.name = p.name;
+    run.role = p.role;
+    run.gpu = gpu.name;
+    run.tensor_parallel_size = p.engine.tensor_parallel_size;
+    run.first_instance = static_cast<int>(instances.size());
+    run.instances = p.instances;
+    run.engine = cfg;
+    for (int k = 0; k < p.instances; ++k) {
+      cfg.instance = static_cast<int>(instances.size());
+      cfg.pool = static_cast<int>(pi);
+      engines.push_back(std::make_unique<EngineInstance>(ctx, cfg, *latency.back(), *res.collector));
+      instances.push_back(engines.back().get());
+    }
+    res.pools.push_back(std::move(run));
+  }
+  res.engine = res.pools.front().engine;
+  Cluster cluster(ctx, *source, instances, s.cluster.router);
+  if (progress) cluster.set_progress([&](int64_t done, SimTime now) { progress(done, now.seconds()); });
+  const ServingResult sr = cluster.run();
   res.events = sr.events;
   res.fingerprint = sr.fingerprint;
   res.skipped_lines = source->skipped_lines();
@@ -198,7 +111,20 @@ SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, d
   info.events = sr.events;
   info.wall_s = res.wall_s;
   info.fingerprint = sr.fingerprint;
-  info.kv_blocks_total = res.engine.layout.num_blocks;
+  for (const PoolRun& p : res.pools) {
+    info.kv_blocks_total += p.engine.layout.num_blocks * p.instances;
+    if (!s.cluster.present) continue;
+    PoolInfo pi;
+    pi.name = p.name;
+    pi.role = p.role;
+    pi.gpu = p.gpu;
+    pi.tensor_parallel_size = p.tensor_parallel_size;
+    pi.first_instance = p.first_instance;
+    pi.instances = p.instances;
+    pi.usable_blocks = p.engine.layout.num_blocks - 1;
+    info.pools.push_back(pi);
+  }
+  info.router = s.cluster.present ? s.cluster.router.policy : "";
   res.summary = res.collector->summarize(info);
   return res;
 }

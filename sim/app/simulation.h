@@ -1,7 +1,7 @@
 #pragma once
-// The composition root of one run: scenario -> model, GPU, engine config, latency model, workload,
-// engine instance, collector; runs it and returns the collector and summary. Used by `run`,
-// `bench` and tests, so two simulations can run side by side in one process.
+// The composition root of one run: scenario -> model, workload, collector and a cluster of pools (each
+// pool: GPU, engine config, latency model, engine instances) behind a router; runs it and returns the collector and
+// summary. Used by `run`, `bench` and tests, so two simulations can run side by side in one process.
 #include <functional>
 #include <memory>
 #include <string>
@@ -15,10 +15,22 @@
 
 namespace kvsim {
 
+// One pool as resolved for the run: its instances are first_instance .. first_instance + instances - 1.
+struct PoolRun {
+  std::string name;
+  std::string role;
+  std::string gpu;
+  int tensor_parallel_size = 1;
+  int first_instance = 0;
+  int instances = 0;
+  EngineConfig engine;  // as resolved (instance / pool ids of its first instance)
+};
+
 struct SimulationResult {
   Scenario scenario;
   ModelSpec model;
-  EngineConfig engine;
+  EngineConfig engine;  // the first pool's (the only one without a cluster: section)
+  std::vector<PoolRun> pools;
   std::unique_ptr<RunCollector> collector;
   RunSummary summary;
   uint64_t events = 0;
@@ -27,12 +39,10 @@ struct SimulationResult {
   int64_t skipped_lines = 0;
 };
 
-// Resolves the engine configuration for a scenario: block size (hybrid rule), memory rule or
-// num_gpu_blocks, scheduler defaults by GPU as `vllm serve` picks them. Throws InputError when the
-// model does not fit on the GPU.
+// Resolves the engine configuration of the scenario's first pool (the top-level engine and gpu without a
+// cluster: section) with resolve_engine_config (sim/engine/engine_resolution.h). Throws InputError when
+// the model does not fit on the GPU.
 EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model);
-// The same for a GPU already looked up in the scenario's hardware catalog.
-EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model, const GpuSpec& gpu);
 
 // The calibrated latency model's table folder for a hardware catalog folder: its sibling "latency"
 // (models/hardware -> models/latency).

@@ -112,6 +112,7 @@ void BlockPool::unindex(BlockId b) {
   }
   meta_[i].dup_next = meta_[i].dup_prev = kNoBlock;
   meta_[i].has_key = 0;
+  --num_hashed_;
 }
 
 void BlockPool::evict(BlockId b) {
@@ -196,6 +197,7 @@ void BlockPool::cache_block(BlockId b, uint64_t key) {
   KVSIM_CHECK(!meta_[i].has_key, "block " << b << " cached twice");
   meta_[i].key = key;
   meta_[i].has_key = 1;
+  ++num_hashed_;
   BlockHashIndex::Entry& e = cached_.find_or_insert(key);
   if (e.head == kNoBlock) {
     e.head = e.tail = b;

@@ -58,6 +58,9 @@ class BlockPool {
   int64_t num_used_blocks() const { return num_usable_blocks() - num_free_; }
   // Free blocks that still hold a hash (evictable prefix cache).
   int64_t num_cached_free_blocks() const { return num_cached_free_; }
+  // Blocks that hold a hash, free or in use: what a KV-event-fed router index holds for this instance
+  // (vLLM emits BlockStored / BlockRemoved as hashes are registered and evicted).
+  int64_t num_hashed_blocks() const { return num_hashed_; }
   double usage() const;  // vLLM get_usage(): 1 - free / (N - 1)
   int64_t evictions() const { return evictions_; }
 
@@ -108,6 +111,7 @@ class BlockPool {
   std::vector<BlockId> scratch_;
   int64_t num_free_ = 0;
   int64_t num_cached_free_ = 0;
+  int64_t num_hashed_ = 0;
   int64_t evictions_ = 0;
 };
 

@@ -33,7 +33,8 @@ struct EngineConfig {
   std::string policy = "fcfs";               // "fcfs" | "priority"
   double watermark = 0;                      // fraction of num_blocks kept free when admitting (PR #44594)
   bool scheduler_reserve_full_isl = true;    // admission needs blocks for the whole prompt (PR #37307)
-  int instance = 0;                          // copied into every record
+  int instance = 0;                          // cluster-wide instance index, copied into every record
+  int pool = 0;                              // index of the instance's pool, copied into request records
   int64_t sparse_topk = 0;  // sparse attention (DeepSeek-V3.2 DSA index_topk): keys each query reads; 0 = dense
 
   // Hybrid models (layouts with state groups) only; ignored otherwise.

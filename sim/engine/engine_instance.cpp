@@ -29,7 +29,8 @@ EngineInstance::EngineInstance(SimContext& ctx, EngineConfig config, const ILate
   }
 }
 
-void EngineInstance::submit(RequestSpec spec) {
+void EngineInstance::submit(RequestSpec spec, SimTime arrival) {
+  KVSIM_CHECK(arrival <= ctx_.now(), "request submitted before it arrived");
   ++totals_.submitted;
   int64_t prompt = 0;
   for (const Segment& s : spec.prompt) {
@@ -44,17 +45,18 @@ void EngineInstance::submit(RequestSpec spec) {
     // vLLM rejects such a request at its API; here it leaves with an unfinished record.
     RequestRecord rec;
     rec.id = spec.id;
-    rec.arrival = ctx_.now();
+    rec.arrival = arrival;
     rec.prompt_tokens = prompt;
     rec.requested_output_tokens = spec.output_tokens;
     rec.instance = config_.instance;
+    rec.pool = config_.pool;
     emit_rejected(rec);
     return;
   }
   // vLLM: max_tokens is capped so prompt + output fits max_model_len.
   const int64_t max_output =
       std::min<int64_t>(std::max<int64_t>(spec.output_tokens, 1), config_.max_model_len - prompt);
-  scheduler_.add_request(std::move(spec), prompt, max_output, ctx_.now());
+  scheduler_.add_request(std::move(spec), prompt, max_output, arrival);
   request_schedule();
 }
 
@@ -168,6 +170,7 @@ void EngineInstance::on_step_done() {
     if (!r.first_token_emitted) {
       r.first_token_emitted = true;
       r.record.first_token = now;
+      if (on_first_token_) on_first_token_(r.record.id);
     }
     sink_.on_tokens(r.record.id, now, 1);
     if (r.generated >= r.max_output) done_.push_back(s.slot);
@@ -207,6 +210,17 @@ int64_t EngineInstance::held_blocks(RequestId id) const {
     if (scheduler_.request(slot).record.id == id) return kv().num_held_blocks(slot);
   }
   return 0;
+}
+
+int64_t EngineInstance::cached_prefix_blocks(std::span<const uint64_t> hashes) const {
+  if (!config_.enable_prefix_caching) return 0;
+  const KvCacheCoordinator& kv = scheduler_.kv();
+  int64_t n = 0;
+  for (uint64_t h : hashes) {
+    if (kv.pool().get_cached_block(cache_key(h, kv.history_group())) == kNoBlock) break;
+    ++n;
+  }
+  return n;
 }
 
 void EngineInstance::check_invariants() const {

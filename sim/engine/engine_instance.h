@@ -14,6 +14,7 @@
 // of max_model_len tokens or more, or one whose blocks do not fit in the empty pool.
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "sim/core/sim_context.h"
@@ -47,8 +48,13 @@ class EngineInstance {
   EngineInstance(const EngineInstance&) = delete;
   EngineInstance& operator=(const EngineInstance&) = delete;
 
-  void submit(RequestSpec spec);
+  void submit(RequestSpec spec) { submit(std::move(spec), ctx_.now()); }
+  // The same, for a request that arrived at `arrival` <= now (a router's delay in between): its record,
+  // TTFT and queue time count from `arrival`.
+  void submit(RequestSpec spec, SimTime arrival);
   void set_on_done(DoneCallback cb) { on_done_ = std::move(cb); }
+  // Called once per request when its first token is sampled, at that instant.
+  void set_on_first_token(std::function<void(RequestId)> cb) { on_first_token_ = std::move(cb); }
 
   bool idle() const { return !step_in_flight_ && !schedule_pending_; }
   int num_running() const { return scheduler_.num_running(); }
@@ -59,6 +65,9 @@ class EngineInstance {
   const KvCacheCoordinator& kv() const { return scheduler_.kv(); }
   // Blocks held by the request with this id in every group (tests); 0 if it holds none or is gone.
   int64_t held_blocks(RequestId id) const;
+  // Leading entries of `hashes` (this instance's block hashes of a prompt, history group) present in
+  // its prefix cache now: what vLLM's KV events tell a KV-aware router. 0 with prefix caching off.
+  int64_t cached_prefix_blocks(std::span<const uint64_t> hashes) const;
   // Pool accounting against the block tables: every block's ref count equals its uses in live
   // tables, free queue length + used = N - 1, no free block is referenced. Throws InvariantError.
   void check_invariants() const;
@@ -76,6 +85,7 @@ class EngineInstance {
   IRecordSink& sink_;
   Scheduler scheduler_;
   DoneCallback on_done_;
+  std::function<void(RequestId)> on_first_token_;
   SchedulerOutput out_;
   SimTime step_start_;
   bool step_in_flight_ = false;

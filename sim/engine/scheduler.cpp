@@ -47,6 +47,7 @@ int Scheduler::add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_
   r.record.prompt_tokens = prompt_tokens;
   r.record.requested_output_tokens = max_output;
   r.record.instance = config_.instance;
+  r.record.pool = config_.pool;
   spec.prompt.clear();  // identities live in r.seq
   spec.prompt.shrink_to_fit();
   r.spec = std::move(spec);

@@ -116,7 +116,7 @@ auto column_of(const std::vector<Row>& rows, F f) {
   return out;
 }
 
-void write_requests(Writer& w, hid_t file, const RunCollector& c) {
+void write_requests(Writer& w, hid_t file, const RunCollector& c, const RunSummary& summary) {
   Handle g = w.group(file, "requests");
   const auto& rows = c.requests();
   using R = RequestRow;
@@ -146,6 +146,10 @@ void write_requests(Writer& w, hid_t file, const RunCollector& c) {
   w.column(g.get(), "preemptions", column_of(rows, [&](const R& r) { return i64(r.preemptions); }));
   w.column(g.get(), "finished", column_of(rows, [](const R& r) { return static_cast<uint8_t>(r.finished ? 1 : 0); }));
   w.column(g.get(), "instance", column_of(rows, [&](const R& r) { return i64(r.instance); }));
+  Handle pool = w.column(g.get(), "pool", column_of(rows, [&](const R& r) { return i64(r.pool); }));
+  std::string pools;
+  for (const PoolSummary& p : summary.pools) pools += (pools.empty() ? "" : ",") + p.info.name;
+  w.string_attribute(pool.get(), "names", pools.empty() ? "default" : pools);
   w.column(g.get(), "prefix_queries_blocks", column_of(rows, [](const R& r) { return r.prefix_queries_blocks; }));
   w.column(g.get(), "prefix_hits_blocks", column_of(rows, [](const R& r) { return r.prefix_hits_blocks; }));
   w.column(g.get(), "saved_state_positions", c.saved_state_positions());
@@ -171,7 +175,7 @@ void write_steps(Writer& w, hid_t file, const RunCollector& c) {
   w.column(g.get(), "instance", column_of(rows, [&](const S& s) { return i64(s.instance); }));
 }
 
-void write_timeseries(Writer& w, hid_t file, const RunCollector& c) {
+void write_timeseries(Writer& w, hid_t file, const RunCollector& c, const RunSummary& summary) {
   Handle g = w.group(file, "timeseries");
   const TimeSeries ts = c.timeseries();
   w.column(g.get(), "time_s", ts.time_s, "s");
@@ -179,6 +183,35 @@ void write_timeseries(Writer& w, hid_t file, const RunCollector& c) {
   w.column(g.get(), "waiting", ts.waiting);
   w.column(g.get(), "kv_blocks_used", ts.kv_blocks_used);
   w.column(g.get(), "concurrency", ts.concurrency);
+  // Per instance: one row per step record, in step-end order (ties: record order).
+  const auto& steps = c.steps();
+  std::vector<size_t> order(steps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a].end < steps[b].end; });
+  std::vector<int64_t> usable;  // per instance
+  for (const PoolSummary& p : summary.pools)
+    for (int k = 0; k < p.info.instances; ++k) usable.push_back(p.info.usable_blocks);
+  if (usable.empty()) usable.push_back(std::max<int64_t>(summary.kv_blocks.total - 1, 0));
+  std::vector<double> time_s, kv_usage;
+  std::vector<int64_t> instance, running, waiting, used;
+  for (size_t i : order) {
+    const StepRecord& st = steps[i];
+    const auto inst = static_cast<size_t>(st.instance);
+    const int64_t cap = inst < usable.size() ? usable[inst] : 0;
+    time_s.push_back(st.end.seconds());
+    instance.push_back(st.instance);
+    running.push_back(st.running);
+    waiting.push_back(st.waiting);
+    used.push_back(st.kv_blocks_used);
+    kv_usage.push_back(cap > 0 ? static_cast<double>(st.kv_blocks_used) / static_cast<double>(cap) : kNaN);
+  }
+  Handle per = w.group(g.get(), "per_instance");
+  w.column(per.get(), "time_s", time_s, "s");
+  w.column(per.get(), "instance", instance);
+  w.column(per.get(), "running", running);
+  w.column(per.get(), "waiting", waiting);
+  w.column(per.get(), "kv_blocks_used", used);
+  w.column(per.get(), "kv_usage", kv_usage);
 }
 
 void write_summary(Writer& w, hid_t file, const RunSummary& s) {
@@ -230,9 +263,9 @@ void write_run_file(const std::string& path, const RunCollector& collector, cons
     Handle file = w.create_file();
     write_meta(w, file.get(), meta);
     write_summary(w, file.get(), summary);
-    write_requests(w, file.get(), collector);
+    write_requests(w, file.get(), collector, summary);
     write_steps(w, file.get(), collector);
-    write_timeseries(w, file.get(), collector);
+    write_timeseries(w, file.get(), collector, summary);
     if (!file.close()) throw OutputError("HDF5: closing (flushing) failed for " + tmp);
   } catch (const std::exception& e) {
     fs::remove(tmp, ec);

@@ -6,7 +6,8 @@
 //   /requests   id, arrival_s, first_scheduled_s, first_token_s, finish_s, prompt_tokens,
 //               output_tokens, requested_output_tokens, matched_tokens, cached_tokens, lost_tokens,
 //               miss_cause (uint8; attribute "names": comma-separated miss_cause_name by value),
-//               preemptions, finished (uint8 0/1), instance, prefix_queries_blocks,
+//               preemptions, finished (uint8 0/1), instance, pool (attribute "names": the pool
+//               names by index, "default" without a cluster: section), prefix_queries_blocks,
 //               prefix_hits_blocks, saved_state_positions (flattened), saved_state_offsets
 //               (n + 1 entries: request i owns positions[offsets[i]:offsets[i+1]]).
 //               A time that was never reached is NaN: finish_s of unfinished requests,
@@ -15,7 +16,9 @@
 //   /steps      start_s, end_s, num_prefill_requests, num_decode_requests, num_prefill_tokens,
 //               num_decode_tokens, running, waiting, kv_blocks_used, kv_blocks_cached, preemptions,
 //               instance
-//   /timeseries time_s, running, waiting, kv_blocks_used, concurrency (see run_collector.h)
+//   /timeseries time_s, running, waiting, kv_blocks_used, concurrency (see run_collector.h), and
+//               per_instance/{time_s, instance, running, waiting, kv_blocks_used, kv_usage}: one row per
+//               step record in step-end order, kv_usage = used / usable blocks of that instance
 //   /summary    attribute "json" (summary_to_json, wall time included) and scalar attributes
 //               requests_finished, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, itl_p50_ms,
 //               e2e_p50_ms, e2e_p99_ms, requests_per_s, output_tokens_per_s, token_hit_rate,

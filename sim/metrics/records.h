@@ -43,6 +43,7 @@ struct RequestRecord {
   int64_t prefix_hits_blocks = 0;              // vLLM prefix_cache_hits contribution (in blocks)
   std::vector<int64_t> saved_state_positions;  // hybrid: token positions of saved states (hashed)
   int instance = 0;
+  int pool = 0;
 };
 
 struct StepRecord {

@@ -1,6 +1,7 @@
 #include "sim/metrics/run_collector.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <utility>
@@ -63,6 +64,7 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   row.finished = r.finished;
   row.preemptions = r.preemptions;
   row.instance = r.instance;
+  row.pool = r.pool;
   requests_.push_back(row);
   state_positions_.insert(state_positions_.end(), r.saved_state_positions.begin(), r.saved_state_positions.end());
   state_offsets_.push_back(static_cast<int64_t>(state_positions_.size()));
@@ -201,9 +203,86 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
   out.kv_blocks.total = info.kv_blocks_total;
   const TimeSeries ts = timeseries();
   for (int64_t used : ts.kv_blocks_used) out.kv_blocks.peak_used = std::max(out.kv_blocks.peak_used, used);
+  out.router = info.router;
+  out.pools = summarize_pools(info.pools);
   out.sim.events = info.events;
   out.sim.wall_s = info.wall_s;
   out.sim.fingerprint = info.fingerprint;
+  return out;
+}
+
+std::vector<PoolSummary> RunCollector::summarize_pools(const std::vector<PoolInfo>& pools) const {
+  std::vector<PoolSummary> out;
+  if (pools.empty()) return out;
+  int64_t num_instances = 0;
+  for (const PoolInfo& p : pools) num_instances = std::max<int64_t>(num_instances, p.first_instance + p.instances);
+  std::vector<InstanceSummary> inst(static_cast<size_t>(num_instances));
+  std::vector<int64_t> prompt(inst.size(), 0), hit(inst.size(), 0);
+  for (size_t i = 0; i < inst.size(); ++i) inst[i].instance = static_cast<int>(i);
+  for (const RequestRow& r : requests_) {
+    KVSIM_CHECK(r.instance >= 0 && r.instance < num_instances, "request " << r.id << " on unknown instance");
+    const auto i = static_cast<size_t>(r.instance);
+    ++inst[i].requests;
+    inst[i].preemptions += r.preemptions;
+    prompt[i] += r.prompt_tokens;
+    hit[i] += r.cached_tokens;
+  }
+  std::vector<int64_t> busy_ns(inst.size(), 0), peak_used(inst.size(), 0);
+  for (const StepRecord& s : steps_) {
+    const auto i = static_cast<size_t>(s.instance);
+    KVSIM_CHECK(s.instance >= 0 && s.instance < num_instances, "step on unknown instance " << s.instance);
+    busy_ns[i] += (s.end - s.start).ns();
+    peak_used[i] = std::max(peak_used[i], s.kv_blocks_used);
+  }
+  // max / mean over the pool's instances.
+  const auto imbalance = [](const std::vector<double>& v) {
+    double sum = 0, top = 0;
+    for (double x : v) {
+      sum += x;
+      top = std::max(top, x);
+    }
+    const double m = v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+    return m > 0 ? top / m : std::numeric_limits<double>::quiet_NaN();
+  };
+  for (size_t pi = 0; pi < pools.size(); ++pi) {
+    const PoolInfo& info = pools[pi];
+    PoolSummary p;
+    p.info = info;
+    std::vector<double> ttft, tpot, e2e, reqs, busy;
+    for (const RequestRow& r : requests_) {
+      if (r.pool != static_cast<int32_t>(pi)) continue;
+      ++p.requests;
+      p.prompt_tokens += r.prompt_tokens;
+      p.hit_tokens += r.cached_tokens;
+      p.preemptions += r.preemptions;
+      if (!r.finished) continue;
+      ++p.finished;
+      e2e.push_back(ms_between(r.arrival, r.finish));
+      if (r.output_tokens >= 1) ttft.push_back(ms_between(r.arrival, r.first_token));
+      if (r.output_tokens > 1)
+        tpot.push_back(ms_between(r.first_token, r.finish) / static_cast<double>(r.output_tokens - 1));
+    }
+    p.token_hit_rate =
+        p.prompt_tokens > 0 ? static_cast<double>(p.hit_tokens) / static_cast<double>(p.prompt_tokens) : 0.0;
+    p.ttft_ms = summarize_in_place(ttft);
+    p.tpot_ms = summarize_in_place(tpot);
+    p.e2e_ms = summarize_in_place(e2e);
+    for (int k = 0; k < info.instances; ++k) {
+      const auto i = static_cast<size_t>(info.first_instance + k);
+      InstanceSummary& s = inst[i];
+      s.busy_s = static_cast<double>(busy_ns[i]) * 1e-9;
+      s.token_hit_rate = prompt[i] > 0 ? static_cast<double>(hit[i]) / static_cast<double>(prompt[i]) : 0.0;
+      s.peak_kv_usage =
+          info.usable_blocks > 0 ? static_cast<double>(peak_used[i]) / static_cast<double>(info.usable_blocks) : 0.0;
+      p.peak_kv_usage = std::max(p.peak_kv_usage, s.peak_kv_usage);
+      reqs.push_back(static_cast<double>(s.requests));
+      busy.push_back(s.busy_s);
+      p.per_instance.push_back(s);
+    }
+    p.requests_imbalance = imbalance(reqs);
+    p.busy_imbalance = imbalance(busy);
+    out.push_back(std::move(p));
+  }
   return out;
 }
 

@@ -32,6 +32,7 @@
 // Rows of /requests are in on_request_done() order (deterministic for a deterministic simulation).
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +60,7 @@ struct RequestRow {
   bool finished = false;
   int32_t preemptions = 0;
   int32_t instance = 0;
+  int32_t pool = 0;
 };
 
 struct TimeSeries {
@@ -75,6 +77,9 @@ struct RunInfo {
   double wall_s = 0;
   uint64_t fingerprint = 0;
   int64_t kv_blocks_total = 0;  // summed over instances
+  // A scenario with a cluster: section: its router and pools (the summary then has a block per pool).
+  std::string router;
+  std::vector<PoolInfo> pools;
 };
 
 class RunCollector final : public IRecordSink {
@@ -96,6 +101,7 @@ class RunCollector final : public IRecordSink {
 
  private:
   SimTime end_of_run() const;
+  std::vector<PoolSummary> summarize_pools(const std::vector<PoolInfo>& pools) const;
 
   std::vector<RequestRow> requests_;
   std::vector<int64_t> state_positions_;

@@ -77,6 +77,59 @@ std::string distribution_json(const Distribution& d, int indent) {
   return w.finish();
 }
 
+std::string pool_json(const PoolSummary& p, int indent) {
+  JsonObjectWriter w(indent);
+  const int in = w.child_indent();
+  w.string("name", p.info.name);
+  w.string("role", p.info.role);
+  w.string("gpu", p.info.gpu);
+  w.integer("tensor_parallel_size", static_cast<int64_t>(p.info.tensor_parallel_size));
+  w.integer("instances", static_cast<int64_t>(p.info.instances));
+  w.integer("requests", p.requests);
+  w.integer("finished", p.finished);
+  w.integer("prompt_tokens", p.prompt_tokens);
+  w.integer("hit_tokens", p.hit_tokens);
+  w.number("token_hit_rate", p.token_hit_rate);
+  w.raw("ttft_ms", distribution_json(p.ttft_ms, in));
+  w.raw("tpot_ms", distribution_json(p.tpot_ms, in));
+  w.raw("e2e_ms", distribution_json(p.e2e_ms, in));
+  w.number("peak_kv_usage", p.peak_kv_usage);
+  w.integer("preemptions", p.preemptions);
+  JsonObjectWriter imb(in);
+  imb.number("requests", p.requests_imbalance);
+  imb.number("busy", p.busy_imbalance);
+  w.raw("imbalance", imb.finish());
+  // One line per instance: a pool of 64 stays readable.
+  std::string list = "[";
+  for (size_t k = 0; k < p.per_instance.size(); ++k) {
+    const InstanceSummary& s = p.per_instance[k];
+    list += std::string(k == 0 ? "\n" : ",\n") + std::string(static_cast<size_t>(in + 2), ' ') +
+            "{\"instance\": " + std::to_string(s.instance) + ", \"requests\": " + std::to_string(s.requests) +
+            ", \"busy_s\": " + json_number(s.busy_s) + ", \"token_hit_rate\": " + json_number(s.token_hit_rate) +
+            ", \"peak_kv_usage\": " + json_number(s.peak_kv_usage) +
+            ", \"preemptions\": " + std::to_string(s.preemptions) + "}";
+  }
+  list += "\n" + std::string(static_cast<size_t>(in), ' ') + "]";
+  w.raw("per_instance", list);
+  return w.finish();
+}
+
+std::string cluster_json(const RunSummary& s, int indent) {
+  JsonObjectWriter w(indent);
+  const int in = w.child_indent();
+  w.string("router", s.router);
+  int64_t instances = 0;
+  for (const PoolSummary& p : s.pools) instances += p.info.instances;
+  w.integer("instances", instances);
+  std::string list = "[";
+  for (size_t k = 0; k < s.pools.size(); ++k)
+    list += std::string(k == 0 ? "\n" : ",\n") + std::string(static_cast<size_t>(in + 2), ' ') +
+            pool_json(s.pools[k], in + 2);
+  list += "\n" + std::string(static_cast<size_t>(in), ' ') + "]";
+  w.raw("pools", list);
+  return w.finish();
+}
+
 std::string fmt(double v, int decimals) {
   if (std::isnan(v)) return "-";
   char buf[48];
@@ -138,6 +191,7 @@ std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& optio
     w.integer("peak_used", s.kv_blocks.peak_used);
     root.raw("kv_blocks", w.finish());
   }
+  if (!s.pools.empty()) root.raw("cluster", cluster_json(s, in));
   {
     JsonObjectWriter w(in);
     w.integer("events", s.sim.events);
@@ -180,6 +234,23 @@ std::string summary_to_text(const RunSummary& s) {
   os << "concurrency  peak " << s.concurrency.peak << ", mean " << fmt(s.concurrency.mean, 2) << "\n";
   os << "kv blocks    peak " << s.kv_blocks.peak_used << " of " << s.kv_blocks.total << "; preemptions "
      << s.preemptions << "\n";
+  if (!s.pools.empty()) {
+    int64_t instances = 0;
+    for (const PoolSummary& p : s.pools) instances += p.info.instances;
+    os << "cluster      " << instances << " instances in " << s.pools.size() << " pool"
+       << (s.pools.size() > 1 ? "s" : "") << ", router " << s.router << "\n";
+    for (const PoolSummary& p : s.pools) {
+      os << "pool " << p.info.name << "  " << p.info.role << ", " << p.info.instances << " x " << p.info.gpu << " TP"
+         << p.info.tensor_parallel_size << ": " << p.requests << " requests (" << p.finished << " finished), hit "
+         << fmt(100.0 * p.token_hit_rate, 2) << "% tokens\n";
+      os << "  ttft p50/p99 " << fmt(p.ttft_ms.p50, 2) << " / " << fmt(p.ttft_ms.p99, 2) << " ms, tpot p50/p99 "
+         << fmt(p.tpot_ms.p50, 2) << " / " << fmt(p.tpot_ms.p99, 2) << " ms, e2e p50/p99 " << fmt(p.e2e_ms.p50, 2)
+         << " / " << fmt(p.e2e_ms.p99, 2) << " ms\n";
+      os << "  peak kv " << fmt(100.0 * p.peak_kv_usage, 1) << "%, preemptions " << p.preemptions
+         << ", imbalance (max/mean) requests " << fmt(p.requests_imbalance, 3) << ", busy " << fmt(p.busy_imbalance, 3)
+         << "\n";
+    }
+  }
   os << "sim          " << s.sim.events << " events, " << fmt(s.sim.wall_s, 2) << " s wall, fingerprint "
      << fingerprint_hex(s.sim.fingerprint) << "\n";
   return os.str();

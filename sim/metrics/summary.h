@@ -13,16 +13,62 @@
 //   "concurrency": {"peak", "mean"},
 //   "preemptions": n,
 //   "kv_blocks": {"total", "peak_used"},
+//   "cluster" (only for a scenario with a cluster: section): {"router", "instances", "pools": [
+//       {"name", "role", "gpu", "tensor_parallel_size", "instances", "requests", "finished", "prompt_tokens",
+//        "hit_tokens", "token_hit_rate", "ttft_ms" | "tpot_ms" | "e2e_ms": {...}, "peak_kv_usage",
+//        "preemptions", "imbalance": {"requests", "busy"},
+//        "per_instance": [{"instance", "requests", "busy_s", "token_hit_rate", "peak_kv_usage",
+//                          "preemptions"}]}]},
 //   "sim": {"events", "wall_s" (omitted with include_wall_time = false), "fingerprint": "<16 hex>"}
 // }
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/metrics/quantiles.h"
 #include "sim/metrics/records.h"
 
 namespace kvsim {
+
+// One pool of a cluster as the composition root describes it to the collector.
+struct PoolInfo {
+  std::string name;
+  std::string role;
+  std::string gpu;
+  int tensor_parallel_size = 1;
+  int first_instance = 0;  // its instances are first_instance .. first_instance + instances - 1
+  int instances = 0;
+  int64_t usable_blocks = 0;  // KV blocks of one instance (the null block excluded)
+};
+
+struct InstanceSummary {
+  int instance = 0;
+  int64_t requests = 0;  // requests that left it (finished or rejected)
+  double busy_s = 0;     // sum of its step durations
+  double token_hit_rate = 0;
+  double peak_kv_usage = 0;  // max over its steps of used / usable blocks
+  int64_t preemptions = 0;
+};
+
+// A pool's block of the summary. The imbalance figures are max over mean across the pool's
+// instances (1 = perfectly even; NaN when the mean is 0).
+struct PoolSummary {
+  PoolInfo info;
+  int64_t requests = 0;
+  int64_t finished = 0;
+  int64_t prompt_tokens = 0;
+  int64_t hit_tokens = 0;
+  double token_hit_rate = 0;
+  Distribution ttft_ms;
+  Distribution tpot_ms;
+  Distribution e2e_ms;
+  double peak_kv_usage = 0;
+  int64_t preemptions = 0;
+  double requests_imbalance = 0;
+  double busy_imbalance = 0;
+  std::vector<InstanceSummary> per_instance;
+};
 
 struct RunSummary {
   struct Requests {
@@ -66,6 +112,10 @@ struct RunSummary {
     int64_t total = 0;
     int64_t peak_used = 0;
   } kv_blocks;
+
+  // Scenarios with a cluster: section: the router and one block per pool (empty otherwise).
+  std::string router;
+  std::vector<PoolSummary> pools;
 
   struct Sim {
     uint64_t events = 0;

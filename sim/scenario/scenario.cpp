@@ -5,9 +5,11 @@
 #include <climits>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
+#include "sim/cluster/router_registry.h"
 #include "sim/core/errors.h"
 #include "sim/core/units.h"
 
@@ -167,35 +169,38 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
   return s;
 }
 
-EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
+const std::set<std::string> kEngineKeys = {"kind",
+                                           "block_size",
+                                           "max_num_batched_tokens",
+                                           "max_num_seqs",
+                                           "enable_prefix_caching",
+                                           "enable_chunked_prefill",
+                                           "gpu_memory_utilization",
+                                           "num_gpu_blocks",
+                                           "activation_reserve",
+                                           "kv_cache_dtype",
+                                           "mamba_ssm_cache_dtype",
+                                           "weight_dtype",
+                                           "max_model_len",
+                                           "long_prefill_token_threshold",
+                                           "policy",
+                                           "watermark",
+                                           "scheduler_reserve_full_isl",
+                                           "tensor_parallel_size",
+                                           "latency_model",
+                                           "mamba_cache_mode",
+                                           "prefix_cache_retention_interval",
+                                           "shared_prefix_checkpoint",
+                                           "prefix_match_unit",
+                                           "kv_connector_partial_hybrid_hits"};
+
+// `where` is the key path of the section ("engine", or "cluster.pools[1].engine" for a pool's merged
+// section) and prefixes every error.
+EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::string& where) {
   EngineSettings e;
   if (!n) return e;
-  r.only_keys(n, "engine",
-              {"kind",
-               "block_size",
-               "max_num_batched_tokens",
-               "max_num_seqs",
-               "enable_prefix_caching",
-               "enable_chunked_prefill",
-               "gpu_memory_utilization",
-               "num_gpu_blocks",
-               "activation_reserve",
-               "kv_cache_dtype",
-               "mamba_ssm_cache_dtype",
-               "weight_dtype",
-               "max_model_len",
-               "long_prefill_token_threshold",
-               "policy",
-               "watermark",
-               "scheduler_reserve_full_isl",
-               "tensor_parallel_size",
-               "latency_model",
-               "mamba_cache_mode",
-               "prefix_cache_retention_interval",
-               "shared_prefix_checkpoint",
-               "prefix_match_unit",
-               "kv_connector_partial_hybrid_hits"});
-  auto k = [](const char* key) { return std::string("engine.") + key; };
+  r.only_keys(n, where, kEngineKeys);
+  const auto k = [&where](const char* key) { return where + "." + key; };
   if (n["kind"]) e.kind = r.str(n["kind"], k("kind"));
   if (n["block_size"]) {
     const std::string s = r.str(n["block_size"], k("block_size"));
@@ -263,6 +268,121 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n) {
   return e;
 }
 
+RouterSettings read_router(const Reader& r, const YAML::Node& n) {
+  RouterSettings rs;
+  if (!n) return rs;
+  const std::string w = "cluster.router";
+  auto k = [&](const char* key) { return w + "." + key; };
+  if (!n.IsMap()) r.fail(w, "must be a mapping");
+  if (n["policy"]) rs.policy = r.str(n["policy"], k("policy"));
+  const auto& policies = router_policy_options();
+  const auto it = policies.find(rs.policy);
+  if (it == policies.end())
+    r.fail(k("policy"), "unknown router '" + rs.policy + "' (known: " + router_policy_names() + ")");
+  std::set<std::string> allowed = it->second;
+  allowed.insert({"policy", "report_interval", "routing_latency"});
+  r.only_keys(n, w, allowed);
+  auto non_negative = [&](const char* key, double* out) {
+    if (!n[key]) return;
+    *out = r.number(n[key], k(key));
+    if (*out < 0) r.fail(k(key), "must be >= 0 (got " + n[key].Scalar() + ")");
+  };
+  auto duration = [&](const char* key, double* out) {
+    if (!n[key]) return;
+    *out = r.seconds(n[key], k(key));
+    if (*out < 0) r.fail(k(key), "must be >= 0 (got " + n[key].Scalar() + ")");
+  };
+  duration("report_interval", &rs.report_interval_s);
+  duration("routing_latency", &rs.routing_latency_s);
+  non_negative("prefix_weight", &rs.prefix_weight);
+  non_negative("queue_weight", &rs.queue_weight);
+  non_negative("kv_weight", &rs.kv_weight);
+  if (n["block_size"]) {
+    const std::string v = r.str(n["block_size"], k("block_size"));
+    rs.block_size = v == "auto" ? 0 : static_cast<int>(r.integer(n["block_size"], k("block_size"), 1, 1 << 20));
+  }
+  if (n["max_prefix_blocks"])
+    rs.max_prefix_blocks = static_cast<int>(r.integer(n["max_prefix_blocks"], k("max_prefix_blocks"), 1, 1 << 20));
+  if (n["lru_capacity"]) {
+    const std::string v = r.str(n["lru_capacity"], k("lru_capacity"));
+    rs.lru_capacity = v == "auto" ? 0 : r.integer(n["lru_capacity"], k("lru_capacity"), 1, int64_t{1} << 40);
+  }
+  if (n["precise"]) rs.precise = r.boolean(n["precise"], k("precise"));
+  non_negative("overlap_weight", &rs.overlap_weight);
+  non_negative("temperature", &rs.temperature);
+  if (n["kv_events"]) rs.kv_events = r.boolean(n["kv_events"], k("kv_events"));
+  if (n["cache_threshold"]) {
+    rs.cache_threshold = r.number(n["cache_threshold"], k("cache_threshold"));
+    if (rs.cache_threshold < 0 || rs.cache_threshold > 1)
+      r.fail(k("cache_threshold"), "must be in [0, 1] (got " + n["cache_threshold"].Scalar() + ")");
+  }
+  if (n["balance_abs_threshold"])
+    rs.balance_abs_threshold = r.integer(n["balance_abs_threshold"], k("balance_abs_threshold"), 0);
+  if (n["balance_rel_threshold"]) {
+    rs.balance_rel_threshold = r.number(n["balance_rel_threshold"], k("balance_rel_threshold"));
+    if (rs.balance_rel_threshold < 1)
+      r.fail(k("balance_rel_threshold"), "must be >= 1 (got " + n["balance_rel_threshold"].Scalar() + ")");
+  }
+  duration("eviction_interval", &rs.eviction_interval_s);
+  if (n["eviction_interval"] && rs.eviction_interval_s <= 0) r.fail(k("eviction_interval"), "must be > 0");
+  if (n["max_tree_size"]) rs.max_tree_size = r.integer(n["max_tree_size"], k("max_tree_size"), 1);
+  if (n["virtual_nodes"])
+    rs.virtual_nodes = static_cast<int>(r.integer(n["virtual_nodes"], k("virtual_nodes"), 1, 100000));
+  return rs;
+}
+
+// The pools; each pool's engine section is the top-level one with the pool's keys set on top, read
+// (and so validated) under the pool's key path.
+ClusterSettings read_cluster(const Reader& r, const YAML::Node& root, const Scenario& s) {
+  ClusterSettings c;
+  const YAML::Node n = root["cluster"];
+  if (!n) {
+    PoolSettings p;
+    p.name = "default";
+    p.gpu = s.gpu;
+    p.engine = s.engine;
+    p.key = "cluster.pools[0]";
+    c.pools.push_back(std::move(p));
+    return c;
+  }
+  c.present = true;
+  r.only_keys(n, "cluster", {"pools", "router"});
+  const YAML::Node pools = n["pools"];
+  if (!pools) r.fail("cluster.pools", "missing (a list of {name, role, instances, gpu, engine})");
+  if (!pools.IsSequence() || pools.size() == 0) r.fail("cluster.pools", "must be a non-empty list");
+  std::set<std::string> names;
+  int64_t total = 0;
+  for (size_t i = 0; i < pools.size(); ++i) {
+    const YAML::Node pn = pools[i];
+    PoolSettings p;
+    p.key = "cluster.pools[" + std::to_string(i) + "]";
+    auto k = [&](const char* key) { return p.key + "." + key; };
+    r.only_keys(pn, p.key, {"name", "role", "instances", "gpu", "engine"});
+    p.name = pn["name"] ? r.str(pn["name"], k("name")) : "pool" + std::to_string(i);
+    if (p.name.empty()) r.fail(k("name"), "must not be empty");
+    if (!names.insert(p.name).second) r.fail(k("name"), "duplicate pool name '" + p.name + "'");
+    if (pn["role"]) p.role = r.str(pn["role"], k("role"));
+    if (p.role == "prefill" || p.role == "decode")
+      r.fail(k("role"),
+             "'" + p.role + "' needs the disaggregation support, which kvsim does not have yet (use colocated)");
+    if (p.role != "colocated") r.fail(k("role"), "must be colocated, prefill or decode (got '" + p.role + "')");
+    if (!pn["instances"]) r.fail(k("instances"), "missing (the number of engine instances, >= 1)");
+    p.instances = static_cast<int>(r.integer(pn["instances"], k("instances"), 1, 65536));
+    total += p.instances;
+    if (total > 65536) r.fail(k("instances"), "more than 65536 instances in the cluster");
+    p.gpu = pn["gpu"] ? r.str(pn["gpu"], k("gpu")) : s.gpu;
+    YAML::Node merged = root["engine"] ? YAML::Clone(root["engine"]) : YAML::Node(YAML::NodeType::Map);
+    if (const YAML::Node e = pn["engine"]) {
+      r.only_keys(e, k("engine"), kEngineKeys);
+      for (const auto& kv : e) merged[kv.first.Scalar()] = kv.second;
+    }
+    p.engine = read_engine(r, merged, k("engine"));
+    c.pools.push_back(std::move(p));
+  }
+  c.router = read_router(r, n["router"]);
+  return c;
+}
+
 void apply_override(YAML::Node root, const std::string& source, const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) throw InputError("--set: expected key.path=value (got '" + assignment + "')");
@@ -281,13 +401,27 @@ void apply_override(YAML::Node root, const std::string& source, const std::strin
     throw InputError("--set " + path + ": cannot parse value '" + value + "'");
   }
   // Walk with fresh node handles (yaml-cpp nodes alias, so assignment to a handle would rebind it).
+  // A list element is named by its index: cluster.pools.1.instances=4.
+  const auto element = [&](const YAML::Node& list, const std::string& part) {
+    if (part.empty() || part.size() > 6 || part.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(part) >= list.size())
+      throw InputError("--set " + path + ": '" + part + "' is not an index of the list (0.." +
+                       std::to_string(list.size() == 0 ? 0 : list.size() - 1) + ") in " + source);
+    return list[std::stoul(part)];
+  };
   std::vector<YAML::Node> chain{root};
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    YAML::Node next = chain.back()[parts[i]];
-    if (next && !next.IsMap()) throw InputError("--set " + path + ": '" + parts[i] + "' is not a mapping in " + source);
+    YAML::Node next = chain.back().IsSequence() ? element(chain.back(), parts[i]) : chain.back()[parts[i]];
+    if (next && !next.IsMap() && !next.IsSequence())
+      throw InputError("--set " + path + ": '" + parts[i] + "' is not a mapping in " + source);
     chain.push_back(next);
   }
-  chain.back()[parts.back()] = v;
+  if (chain.back().IsSequence()) {
+    element(chain.back(), parts.back());  // validates the index
+    chain.back()[std::stoul(parts.back())] = v;
+  } else {
+    chain.back()[parts.back()] = v;
+  }
 }
 
 }  // namespace
@@ -303,7 +437,7 @@ Scenario parse_scenario(const std::string& text, const std::string& source, cons
   Reader r(source);
   if (!root.IsMap()) r.fail("(top level)", "must be a mapping");
   for (const auto& o : overrides) apply_override(root, source, o);
-  r.only_keys(root, "", {"name", "model", "gpu", "seed", "hardware_dir", "engine", "workload", "output"});
+  r.only_keys(root, "", {"name", "model", "gpu", "seed", "hardware_dir", "engine", "cluster", "workload", "output"});
 
   Scenario s;
   s.path = source;
@@ -314,7 +448,8 @@ Scenario parse_scenario(const std::string& text, const std::string& source, cons
   s.gpu = r.str(root["gpu"], "gpu");
   if (root["seed"]) s.seed = static_cast<uint64_t>(r.integer(root["seed"], "seed", 0));
   if (root["hardware_dir"]) s.hardware_dir = r.str(root["hardware_dir"], "hardware_dir");
-  s.engine = read_engine(r, root["engine"]);
+  s.engine = read_engine(r, root["engine"], "engine");
+  s.cluster = read_cluster(r, root, s);
 
   const YAML::Node w = root["workload"];
   if (!w) r.fail("workload", "missing (trace or synthetic)");

@@ -8,42 +8,33 @@
 #include <string>
 #include <vector>
 
+#include "sim/cluster/router_settings.h"
+#include "sim/engine/engine_settings.h"
 #include "sim/workload/workload_config.h"
 
 namespace kvsim {
 
-struct EngineSettings {
-  std::string kind = "vllm";                  // memory rule and defaults: vllm | sglang | trtllm
-  int block_size = 0;                         // 0 = auto (the engine's default, raised for hybrids)
-  std::optional<int> max_num_batched_tokens;  // default as `vllm serve` picks it for the GPU
-  std::optional<int> max_num_seqs;
-  bool enable_prefix_caching = true;
-  bool enable_chunked_prefill = true;
-  std::optional<double> gpu_memory_utilization;  // default: the engine's (vLLM 0.92)
-  std::optional<int64_t> num_gpu_blocks;         // overrides the memory rule (vLLM num_gpu_blocks_override)
-  std::optional<int64_t> activation_reserve;     // bytes; default: the GPU file's activation_reserve
-  std::string kv_cache_dtype = "auto";           // auto: the model default (BF16; DeepSeek-V3.2 fp8_ds_mla)
-  std::string state_dtype = "auto";              // mamba_ssm_cache_dtype: auto | bf16 | fp32 | mixed
-  std::string weight_dtype = "bf16";
-  std::optional<int64_t> max_model_len;  // default: the config's max_position_embeddings
-  int64_t long_prefill_token_threshold = 0;
-  std::string policy = "fcfs";  // fcfs | priority
-  double watermark = 0.0;
-  bool scheduler_reserve_full_isl = true;
-  int tensor_parallel_size = 1;
-  std::string latency_model = "roofline";
-  // Hybrid prefix caching (vllm-semantics.md section 2).
-  std::string mamba_cache_mode = "auto";  // auto | none | align | all
-  // "dense" (nullopt: every saved state keeps its hash) or N >= 0 tokens (0: reachable boundaries only).
-  std::optional<int64_t> prefix_cache_retention_interval = 0;
-  bool shared_prefix_checkpoint = true;  // vLLM PR #37898
-  int prefix_match_unit = 0;             // 0 = block size; must divide it (partial hits on hybrids in align)
-  bool kv_connector_partial_hybrid_hits = false;
-};
-
 struct OutputSettings {
   std::optional<std::string> hdf5;          // run file path
   std::optional<std::string> summary_json;  // summary path
+};
+
+// One pool of identical engine instances (cluster.pools[i]).
+struct PoolSettings {
+  std::string name;
+  std::string role = "colocated";  // colocated | prefill | decode (the last two need disaggregation)
+  int instances = 1;
+  std::string gpu;        // hardware catalog key; default: the scenario's gpu
+  EngineSettings engine;  // the top-level engine section with this pool's `engine:` overrides applied
+  std::string key;        // "cluster.pools[0]": names the pool in errors
+};
+
+// cluster: pools of engine instances behind one router. A scenario without the section is one
+// colocated pool of one instance ("default") on the top-level gpu and engine.
+struct ClusterSettings {
+  bool present = false;  // the scenario has a cluster: section (the summary then has one block per pool)
+  std::vector<PoolSettings> pools;
+  RouterSettings router;
 };
 
 struct Scenario {
@@ -55,6 +46,7 @@ struct Scenario {
   std::string hardware_dir = "models/hardware";
   uint64_t seed = 1;
   EngineSettings engine;
+  ClusterSettings cluster;  // always holds at least one pool after loading
   WorkloadConfig workload;
   OutputSettings output;
 };

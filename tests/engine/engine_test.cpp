@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "sim/cluster/cluster.h"
 #include "sim/engine/engine_instance.h"
-#include "sim/engine/serving_sim.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace kvsim {
@@ -29,7 +29,7 @@ void simulate(const EngineConfig& config, std::vector<RequestSpec> reqs, Outcome
   EngineInstance engine(ctx, config, lat, out.sink);
   if (hook) out.sink.step_hook = [&](const StepRecord& s) { hook(engine, s); };
   VectorSource src(std::move(reqs), closed_loop);
-  ServingSim sim(ctx, src, engine);
+  Cluster sim(ctx, src, engine);
   out.result = sim.run();
   out.fingerprint = ctx.queue.fingerprint();
   out.sink.step_hook = nullptr;

@@ -6,9 +6,9 @@
 #include <optional>
 #include <vector>
 
+#include "sim/cluster/cluster.h"
 #include "sim/engine/engine_config.h"
 #include "sim/engine/engine_instance.h"
-#include "sim/engine/serving_sim.h"
 #include "sim/metrics/records.h"
 #include "sim/perf/i_latency_model.h"
 #include "sim/workload/request.h"
@@ -89,7 +89,7 @@ inline ServingResult run_engine(const EngineConfig& config, std::vector<RequestS
   FixedLatency lat;
   EngineInstance engine(ctx, config, lat, sink);
   VectorSource src(std::move(reqs));
-  ServingSim sim(ctx, src, engine);
+  Cluster sim(ctx, src, engine);
   return sim.run();
 }
 

@@ -5,8 +5,8 @@
 #include <map>
 #include <vector>
 
+#include "sim/cluster/cluster.h"
 #include "sim/engine/engine_instance.h"
-#include "sim/engine/serving_sim.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace kvsim::testing {
@@ -73,7 +73,7 @@ inline void simulate_hybrid(const EngineConfig& config, std::vector<RequestSpec>
     out.held.push_back(std::move(h));
   };
   VectorSource src(std::move(reqs), closed_loop);
-  ServingSim sim(ctx, src, engine);
+  Cluster sim(ctx, src, engine);
   out.result = sim.run();
   out.fingerprint = ctx.queue.fingerprint();
   out.sink.step_hook = nullptr;

@@ -3,7 +3,7 @@
 // Speed is measured by `kvsim bench` and bench/engine_bench.cpp, not here.
 #include <gtest/gtest.h>
 
-#include "sim/engine/serving_sim.h"
+#include "sim/cluster/cluster.h"
 #include "sim/workload/workload_config.h"
 #include "tests/engine/engine_test_util.h"
 
@@ -37,7 +37,7 @@ TEST(MooncakeReplay, EveryRequestFinishesAndNoBlockLeaks) {
   testing::FixedLatency lat;
   CountingSink sink;
   EngineInstance engine(ctx, cfg, lat, sink);
-  ServingSim sim(ctx, *src, engine);
+  Cluster sim(ctx, *src, engine);
   const ServingResult r = sim.run();  // checks the end-of-run invariants itself
   EXPECT_EQ(r.submitted, 1500);
   EXPECT_EQ(r.finished, 1500);

@@ -2,9 +2,9 @@
 // first, ties by arrival; FCFS runs them in arrival order.
 #include <gtest/gtest.h>
 
+#include "sim/cluster/cluster.h"
 #include "sim/engine/engine_instance.h"
 #include "sim/engine/scheduler.h"
-#include "sim/engine/serving_sim.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace kvsim {

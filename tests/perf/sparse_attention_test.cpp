@@ -2,8 +2,8 @@
 // attention reads only the indexer's top-k. Storage is unchanged; the work per step shrinks.
 #include <gtest/gtest.h>
 
+#include "sim/cluster/cluster.h"
 #include "sim/engine/engine_instance.h"
-#include "sim/engine/serving_sim.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace kvsim {
@@ -32,7 +32,7 @@ TEST(SparseAttention, EngineCapsEachQuerysKeysAtTopK) {
   testing::RecordingSink sink;
   EngineInstance engine(ctx, cfg, lat, sink);
   testing::VectorSource src({testing::make_request(1, 0, {testing::text(1, 5000)}, 2)});
-  ServingSim sim(ctx, src, engine);
+  Cluster sim(ctx, src, engine);
   sim.run();
   ASSERT_GE(lat.shapes.size(), 2u);
   EXPECT_DOUBLE_EQ(lat.shapes[0].prefill_attn_pairs, 12502500.0);

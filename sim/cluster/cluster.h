@@ -1,0 +1,111 @@
+#pragma once
+// Cluster: drives engine instances behind a router from an IRequestSource through the event queue. It
+// takes the place of the single-engine driver: a scenario without a cluster: section is a cluster of one
+// instance under round_robin, with exactly the events (and fingerprint) the single engine had.
+//
+// Time semantics:
+//  - Open loop: only the next arrival is ever scheduled (Phase::kArrival at its arrival time), so memory
+//    does not grow with the trace length. Closed loop (closed_loop_concurrency() = C > 0): C requests
+//    arrive at time 0; whenever one leaves its instance, the next arrives at that instant.
+//  - At arrival the router picks an instance from what it can see then; the request reaches it at once,
+//    or routing_latency later (Phase::kArrival, in arrival order). Its TTFT and queue time count from
+//    the arrival.
+//  - Load reports: with report_interval 0 the router reads the instances' live state; with I > 0 it reads
+//    a snapshot taken at every multiple of I (Phase::kSample: after everything else at that instant).
+//    Snapshots are taken while requests are in flight; an idle cluster's state does not change, so the
+//    first arrival after an idle spell takes the snapshot the skipped instants would have shown.
+// run() drains the event queue, then checks the end-of-run invariants of every instance and returns totals.
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/cluster/i_router.h"
+#include "sim/cluster/router_settings.h"
+#include "sim/core/sim_context.h"
+#include "sim/engine/engine_instance.h"
+#include "sim/workload/request.h"
+
+namespace kvsim {
+
+struct ServingResult {
+  int64_t submitted = 0;
+  int64_t finished = 0;
+  int64_t unfinished = 0;  // rejected, or still in an engine at the end (never, when invariants hold)
+  int64_t generated_tokens = 0;
+  int64_t steps = 0;
+  int64_t preemptions = 0;
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;
+  int64_t evictions = 0;
+  uint64_t events = 0;
+  uint64_t fingerprint = 0;
+  SimTime end_time;
+  std::vector<int64_t> routed;  // requests sent to each instance
+};
+
+class Cluster final : private IClusterView {
+ public:
+  // Called after each request leaves its instance: (requests done so far, now).
+  using ProgressFn = std::function<void(int64_t done, SimTime now)>;
+
+  // `instances` (not owned) are the cluster's instances in id order: instances[i]->config().instance must
+  // be i. `router_key` names cluster.router in errors.
+  Cluster(SimContext& ctx, IRequestSource& source, std::vector<EngineInstance*> instances, const RouterSettings& router,
+          const std::string& router_key = "cluster.router");
+  // One instance, round robin: the single-engine driver.
+  Cluster(SimContext& ctx, IRequestSource& source, EngineInstance& engine);
+  ~Cluster() override;
+
+  void set_progress(ProgressFn fn) { progress_ = std::move(fn); }
+  ServingResult run();
+  // End-of-run invariants: the event queue is empty, the source drained, every submitted request
+  // finished or was reported unfinished, and for every instance: nothing left running or waiting, its
+  // totals match what was routed to it, its pool accounting matches its block tables and no block is held.
+  void invariants() const;
+  const IRouter& router() const { return *router_; }
+
+ private:
+  // IClusterView
+  int num_instances() const override { return static_cast<int>(instances_.size()); }
+  const InstanceInfo& info(int i) const override { return info_[static_cast<size_t>(i)]; }
+  const InstanceReport& report(int i) const override;
+  int64_t cached_prefix_blocks(int i, const RequestSpec& spec, int64_t max_blocks) const override;
+  SimTime now() const override { return ctx_.now(); }
+
+  InstanceReport live_report(int i) const;
+  void take_reports();
+  void schedule_report(SimTime at);
+  void on_report();
+  void schedule_next_arrival();
+  void on_arrival();
+  void on_delayed_submit();
+  void on_done(int instance, RequestId id);
+
+  SimContext& ctx_;
+  IRequestSource& source_;
+  std::vector<EngineInstance*> instances_;
+  std::vector<InstanceInfo> info_;
+  std::vector<int> candidates_;  // every instance (all colocated)
+  std::unique_ptr<IRouter> router_;
+  Duration routing_latency_;
+  Duration report_interval_;
+  mutable std::vector<InstanceReport> reports_;
+  bool report_pending_ = false;
+  std::deque<std::pair<RequestSpec, int>> delayed_;  // routed, not yet submitted (FIFO: equal delays)
+  ProgressFn progress_;
+  int closed_loop_ = 0;
+  std::optional<RequestSpec> next_;
+  std::vector<int64_t> routed_;
+  int64_t submitted_ = 0;
+  int64_t done_ = 0;
+  bool source_done_ = false;
+  // cached_prefix_blocks: the hashes of the request being routed, per (block size, hash unit).
+  mutable int64_t probe_request_ = -1;
+  mutable std::vector<std::pair<std::pair<int, int>, std::vector<uint64_t>>> probe_hashes_;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,54 @@
+#pragma once
+// ApproxPrefixIndex: a router's own guess of which block hashes each instance holds (llm-d's
+// approximate prefix index, approximateprefix/indexer.go; Dynamo's predicted index with KV events
+// off). Hashes are inserted when the router sends a request somewhere, before it runs; the index
+// never hears about real evictions: only its per-instance LRU capacity ages entries (golang-lru:
+// an insert of a present hash makes it most recent; a full LRU drops its least recent entry).
+// Lookups cost O(hashes + holders of those hashes), whatever the number of instances.
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace kvsim {
+
+class ApproxPrefixIndex {
+ public:
+  // One LRU per instance with the given capacity (entries).
+  explicit ApproxPrefixIndex(std::vector<int64_t> capacity);
+
+  // llm-d matchLongestPrefix: walks `hashes` in order and stops at the first one no instance holds;
+  // counts[i] = how many of the walked hashes instance i holds (not a strict per-instance prefix).
+  void match_longest_prefix(std::span<const uint64_t> hashes, std::vector<int64_t>& counts) const;
+  // Strict prefix per instance: counts[i] = leading hashes instance i holds all of.
+  void match_strict_prefix(std::span<const uint64_t> hashes, std::vector<int64_t>& counts) const;
+  void insert(int instance, std::span<const uint64_t> hashes);
+  int64_t size(int instance) const { return lists_[static_cast<size_t>(instance)].size; }
+  int num_instances() const { return static_cast<int>(lists_.size()); }
+
+ private:
+  struct Node {
+    uint64_t hash = 0;
+    int32_t prev = -1;  // towards the most recent
+    int32_t next = -1;  // towards the least recent
+  };
+  struct Lru {
+    int64_t capacity = 0;
+    int64_t size = 0;
+    int32_t head = -1;                            // most recent
+    int32_t tail = -1;                            // least recent
+    std::unordered_map<uint64_t, int32_t> where;  // lookup only, never iterated
+  };
+  void unlink(Lru& l, int32_t n);
+  void push_front(Lru& l, int32_t n);
+  int32_t new_node(uint64_t hash);
+  void drop_holder(uint64_t hash, int instance);
+
+  std::vector<Lru> lists_;
+  std::vector<Node> nodes_;
+  std::vector<int32_t> free_nodes_;
+  // hash -> instances holding it (unordered, small); lookup only, never iterated.
+  std::unordered_map<uint64_t, std::vector<int32_t>> holders_;
+};
+
+}  // namespace kvsim

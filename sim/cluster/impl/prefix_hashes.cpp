@@ -1,0 +1,41 @@
+#include "sim/cluster/impl/prefix_hashes.h"
+
+#include <algorithm>
+
+#include "sim/engine/block_hasher.h"
+#include "sim/engine/hash_mix.h"
+
+namespace kvsim {
+
+void router_block_hashes(const RequestSpec& spec, int block_size, int64_t max_blocks, bool partial_tail,
+                         std::vector<uint64_t>& out, int hash_unit) {
+  out.clear();
+  const int64_t limit = std::min<int64_t>(spec.prompt_tokens > 0 ? spec.prompt_tokens : INT64_MAX,
+                                          max_blocks * static_cast<int64_t>(block_size));
+  // Only the first `limit` tokens matter: hash a truncated copy of the prompt.
+  TokenSequence seq;
+  for (const Segment& s : spec.prompt) {
+    const int64_t take = std::min(s.tokens, limit - seq.size());
+    if (take <= 0) break;
+    seq.append(s.content_id, s.offset, take, s.image);
+  }
+  BlockHasher hasher(block_size, spec, hash_unit);
+  hasher.extend(seq);
+  out = hasher.hashes();
+  const int64_t full = static_cast<int64_t>(out.size()) * block_size;
+  if (!partial_tail || full >= seq.size() || static_cast<int64_t>(out.size()) >= max_blocks) return;
+  // The trailing partial block: its runs' identities chained on the last full block's hash.
+  Mixer m(out.empty() ? 0x6C6C6D2D64ULL : out.back());
+  for (size_t r = seq.run_at(full); r < seq.runs().size(); ++r) {
+    const TokenRun& run = seq.runs()[r];
+    const int64_t skip = std::max<int64_t>(full - run.start, 0);
+    m.add(run.content_id);
+    m.add(static_cast<uint64_t>(run.offset + skip));
+    m.add(static_cast<uint64_t>(run.length - skip));
+    m.add(run.image ? 1 : 0);
+  }
+  m.add(static_cast<uint64_t>(seq.size() - full));
+  out.push_back(m.finish());
+}
+
+}  // namespace kvsim

@@ -1,0 +1,140 @@
+#include "sim/engine/engine_resolution.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
+#include "sim/model/sizing.h"
+
+namespace kvsim {
+namespace {
+
+bool has_layer(const ModelSpec& m, bool (*pred)(LayerKind)) {
+  for (const auto& l : m.layers)
+    if (pred(l.kind)) return true;
+  return false;
+}
+
+// vLLM MambaModelConfig.verify_and_update_config: prefix caching on turns "none" into "align" and
+// off means "none"; "all" needs SupportsMambaPrefixCaching, else it falls back to "align".
+MambaCacheMode resolve_mamba_cache_mode(const EngineSettings& e, const ModelSpec& model) {
+  if (!e.enable_prefix_caching) return MambaCacheMode::kNone;
+  if (e.mamba_cache_mode != "all") return MambaCacheMode::kAlign;
+  static const char* const kSupportsAll[] = {"mamba",      "mamba2",           "jamba", "falcon_h1",
+                                             "nemotron_h", "granitemoehybrid", "zamba2"};
+  for (const char* t : kSupportsAll)
+    if (model.model_type == t) return MambaCacheMode::kAll;
+  return MambaCacheMode::kAlign;
+}
+
+// _align_hybrid_block_size in "all" mode: B = lcm(chunk, a) * cdiv(cdiv(P_state, p_attn), lcm(chunk, a)),
+// chunk = the model's mamba_chunk_size (Mamba1: 2048).
+int all_mode_block_size(const ModelSpec& model, int block, DType kv, const StateDtypes& dt, int tp) {
+  const LayerSpec* attn = nullptr;
+  const LayerSpec* state = nullptr;
+  bool mla = false;
+  for (const auto& l : model.layers) {
+    if (is_attention(l.kind) && !attn && l.reads_cache_of < 0) attn = &l;
+    if (is_state(l.kind) && !state) state = &l;
+    mla |= l.kind == LayerKind::kMla || l.kind == LayerKind::kSparseMla;
+  }
+  if (attn == nullptr || state == nullptr) return block;
+  const int64_t a = std::max<int64_t>({16, block, mla ? 128 : 0});
+  const int64_t chunk = model.mamba_chunk_size > 0 ? model.mamba_chunk_size : 2048;
+  const int64_t l = std::lcm(chunk, a);
+  const auto p_attn = static_cast<int64_t>(std::ceil(attention_bytes_per_token(*attn, kv, tp)));
+  const int64_t tokens = (state_bytes(*state, dt, tp) + p_attn - 1) / p_attn;
+  return static_cast<int>(std::max<int64_t>(block, l * ((tokens + l - 1) / l)));
+}
+
+}  // namespace
+
+EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& model, const GpuSpec& gpu,
+                                   const ResolveContext& where) {
+  const std::string key = where.file + ": " + where.engine_key + ".";
+  const EngineKind kind = parse_engine(e.kind, key + "kind");
+  const DType kv = resolve_kv_dtype(model, e.kv_cache_dtype, key + "kv_cache_dtype");
+  const DType wd = parse_dtype(e.weight_dtype, key + "weight_dtype");
+  StateDtypes sdt;
+  try {
+    sdt = resolve_state_dtypes(model, e.state_dtype);
+  } catch (const InputError& err) {
+    throw InputError(key + "mamba_ssm_cache_dtype: " + err.what());
+  }
+  const Parallel par{e.tensor_parallel_size, 1};
+  try {
+    check_parallel(model, par);
+  } catch (const InputError& err) {
+    throw InputError(key + "tensor_parallel_size: " + err.what());
+  }
+  int block = engine_block_size(model, kind, e.block_size, kv, sdt, par.tp);
+  const bool hybrid_state = has_layer(model, is_state);
+  const MambaCacheMode mode = resolve_mamba_cache_mode(e, model);
+  if (hybrid_state && mode == MambaCacheMode::kAll && kind == EngineKind::kVllm)
+    block = all_mode_block_size(model, std::max(e.block_size, 0), kv, sdt, par.tp);
+  // vLLM prefix_match_unit (hash_block_size): every KV cache group's block size must be divisible by it.
+  // It takes effect only on hybrids in align mode with prefix caching (partial hash hits); elsewhere
+  // vLLM falls back to whole-block hashing and so does kvsim (validated all the same).
+  if (e.prefix_match_unit < 0 || (e.prefix_match_unit > 0 && block % e.prefix_match_unit != 0))
+    throw InputError(key + "prefix_match_unit: must divide the block size " + std::to_string(block) + " (got " +
+                     std::to_string(e.prefix_match_unit) + "); 0 means the block size");
+  if (e.prefix_cache_retention_interval && *e.prefix_cache_retention_interval > 0 &&
+      *e.prefix_cache_retention_interval % block != 0)
+    throw InputError(key + "prefix_cache_retention_interval: must be a multiple of the block size " +
+                     std::to_string(block) + " (got " + std::to_string(*e.prefix_cache_retention_interval) + ")");
+
+  EngineConfig c;
+  int64_t available = 0;
+  const int64_t weights_per_gpu = (weight_bytes(model, wd) + par.tp - 1) / par.tp;
+  MemoryRule rule;
+  rule.engine = kind;
+  rule.fraction = e.gpu_memory_utilization.value_or(default_memory_fraction(kind, par.tp));
+  rule.reserve_bytes = e.activation_reserve.value_or(
+      static_cast<int64_t>(std::llround(gpu.activation_reserve_fraction * gpu.memory_bytes)));
+  const MemoryBudget mb = kv_memory(gpu.memory_bytes, weights_per_gpu, rule);
+  available = mb.kv_available;
+  c.layout = build_kv_layout(model, block, kv, sdt, par, std::max<int64_t>(available, 0));
+  if (e.num_gpu_blocks) {
+    c.layout.num_blocks = *e.num_gpu_blocks;  // vLLM num_gpu_blocks_override
+  } else if (c.layout.num_blocks < 2) {
+    throw InputError(where.file + ": " + where.gpu_key + ": " + model.name + " does not fit on " + gpu.name + " (" +
+                     format_bytes(gpu.memory_bytes) + "): weights " + format_bytes(weights_per_gpu) +
+                     " per GPU at tensor_parallel_size " + std::to_string(par.tp) + ", reserve " +
+                     format_bytes(mb.reserve) + ", engine share " + format_bytes(mb.engine_share) +
+                     " leave no room for the KV cache");
+  }
+  // vllm/engine/arg_utils.py get_batch_defaults for `vllm serve`: >= 160 GiB: 16384 / 1024;
+  // >= 70 GiB and not A100: 8192 / 1024; otherwise 2048 / 256.
+  const double gib = gpu.memory_bytes / (1024.0 * 1024 * 1024);
+  const bool a100 = gpu.name.find("a100") != std::string::npos;
+  int tokens = 2048, seqs = 256;
+  if (gib >= 160) {
+    tokens = 16384;
+    seqs = 1024;
+  } else if (gib >= 70 && !a100) {
+    tokens = 8192;
+    seqs = 1024;
+  }
+  c.max_num_batched_tokens = e.max_num_batched_tokens.value_or(tokens);
+  c.max_num_seqs = e.max_num_seqs.value_or(seqs);
+  c.enable_prefix_caching = e.enable_prefix_caching;
+  c.enable_chunked_prefill = e.enable_chunked_prefill;
+  c.long_prefill_token_threshold = e.long_prefill_token_threshold;
+  c.max_model_len =
+      e.max_model_len.value_or(model.max_position_embeddings > 0 ? model.max_position_embeddings : 1 << 20);
+  c.policy = e.policy;
+  c.watermark = e.watermark;
+  for (const LayerSpec& l : model.layers)
+    if (l.kind == LayerKind::kSparseMla) c.sparse_topk = l.attn.index_topk;
+  c.scheduler_reserve_full_isl = e.scheduler_reserve_full_isl;
+  c.mamba_cache_mode = mode;
+  c.prefix_cache_retention_interval = e.prefix_cache_retention_interval.value_or(kRetentionDense);
+  c.shared_prefix_checkpoint = e.shared_prefix_checkpoint;
+  c.prefix_match_unit = e.prefix_match_unit;
+  c.kv_connector_partial_hybrid_hits = e.kv_connector_partial_hybrid_hits;
+  return c;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,28 @@
+#pragma once
+// resolve_engine_config: one engine's settings on one model and GPU -> EngineConfig. Every pool of a
+// cluster resolves its own (its GPU, TP and overrides differ): KV and state dtypes, the engine block size
+// (the hybrid rules, mamba_cache_mode "all"), prefix_match_unit and retention checks, the memory rule or
+// num_gpu_blocks, and the scheduler defaults `vllm serve` picks for the GPU.
+#include <string>
+
+#include "sim/engine/engine_config.h"
+#include "sim/engine/engine_settings.h"
+#include "sim/model/hardware.h"
+#include "sim/model/model_spec.h"
+
+namespace kvsim {
+
+// Where the settings came from, for error messages: "<file>: <engine_key>.<key>: ..." and, when the
+// model does not fit, "<file>: <gpu_key>: <model> does not fit on ...".
+struct ResolveContext {
+  std::string file;
+  std::string engine_key = "engine";
+  std::string gpu_key = "gpu";
+};
+
+// Throws InputError naming the file and key when a setting is invalid for this model or the model does
+// not fit on the GPU.
+EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& model, const GpuSpec& gpu,
+                                   const ResolveContext& where);
+
+}  // namespace kvsim

@@ -1,0 +1,41 @@
+#pragma once
+// EngineSettings: one engine's options as a scenario states them (vLLM's names, unresolved: "auto"
+// dtypes, optional defaults). The scenario layer fills them from YAML (the top-level `engine:` section,
+// and for each cluster pool that section with the pool's overrides on top); resolve_engine_config
+// (engine_resolution.h) turns them into an EngineConfig for one model on one GPU.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kvsim {
+
+struct EngineSettings {
+  std::string kind = "vllm";                  // memory rule and defaults: vllm | sglang | trtllm
+  int block_size = 0;                         // 0 = auto (the engine's default, raised for hybrids)
+  std::optional<int> max_num_batched_tokens;  // default as `vllm serve` picks it for the GPU
+  std::optional<int> max_num_seqs;
+  bool enable_prefix_caching = true;
+  bool enable_chunked_prefill = true;
+  std::optional<double> gpu_memory_utilization;  // default: the engine's (vLLM 0.92)
+  std::optional<int64_t> num_gpu_blocks;         // overrides the memory rule (vLLM num_gpu_blocks_override)
+  std::optional<int64_t> activation_reserve;     // bytes; default: the GPU file's activation_reserve
+  std::string kv_cache_dtype = "auto";           // auto: the model default (BF16; DeepSeek-V3.2 fp8_ds_mla)
+  std::string state_dtype = "auto";              // mamba_ssm_cache_dtype: auto | bf16 | fp32 | mixed
+  std::string weight_dtype = "bf16";
+  std::optional<int64_t> max_model_len;  // default: the config's max_position_embeddings
+  int64_t long_prefill_token_threshold = 0;
+  std::string policy = "fcfs";  // fcfs | priority
+  double watermark = 0.0;
+  bool scheduler_reserve_full_isl = true;
+  int tensor_parallel_size = 1;
+  std::string latency_model = "roofline";
+  // Hybrid prefix caching (vllm-semantics.md section 2).
+  std::string mamba_cache_mode = "auto";  // auto | none | align | all
+  // "dense" (nullopt: every saved state keeps its hash) or N >= 0 tokens (0: reachable boundaries only).
+  std::optional<int64_t> prefix_cache_retention_interval = 0;
+  bool shared_prefix_checkpoint = true;  // vLLM PR #37898
+  int prefix_match_unit = 0;             // 0 = block size; must divide it (partial hits on hybrids in align)
+  bool kv_connector_partial_hybrid_hits = false;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,28 @@
+#pragma once
+// make_latency_model: the step-time model one engine runs with, by name. A registry of two: "roofline"
+// (sim/perf/roofline_model.h) and "calibrated" (calibrated_model.h, tables from `tables_dir`).
+#include <memory>
+#include <string>
+
+#include "sim/model/dtype.h"
+#include "sim/model/hardware.h"
+#include "sim/model/model_spec.h"
+#include "sim/perf/i_latency_model.h"
+
+namespace kvsim {
+
+struct LatencyModelSpec {
+  std::string name = "roofline";  // roofline | calibrated
+  int tp = 1;
+  DType weight_dtype = DType::kBf16;
+  DType kv_dtype = DType::kBf16;
+  std::string tables_dir;   // calibrated: the latency tables folder (models/latency)
+  std::string engine_kind;  // calibrated: whose per-step overhead (vllm | sglang | trtllm)
+};
+
+// Throws InputError "<key>: unknown model 'x' (known: calibrated, roofline)" for an unknown name, and
+// whatever the chosen model's constructor throws for a model or GPU it cannot price.
+std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, const ModelSpec& model,
+                                                  const GpuSpec& gpu, const std::string& key);
+
+}  // namespace kvsim
