@@ -17,9 +17,10 @@ ApproxPrefixIndex::ApproxPrefixIndex(std::vector<int64_t> capacity) {
 void ApproxPrefixIndex::match_longest_prefix(std::span<const uint64_t> hashes, std::vector<int64_t>& counts) const {
   counts.assign(lists_.size(), 0);
   for (uint64_t h : hashes) {
-    const auto it = holders_.find(h);
-    if (it == holders_.end() || it->second.empty()) break;
-    for (int32_t i : it->second) ++counts[static_cast<size_t>(i)];
+    int32_t n = holders_.find(h, -1);
+    if (n == FlatMap::kAbsent) break;
+    for (; n >= 0; n = nodes_[static_cast<size_t>(n)].holder_next)
+      ++counts[static_cast<size_t>(nodes_[static_cast<size_t>(n)].instance)];
   }
 }
 
@@ -28,12 +29,11 @@ void ApproxPrefixIndex::match_strict_prefix(std::span<const uint64_t> hashes, st
   // Instances still matching are exactly those whose count equals the number of hashes walked.
   int64_t walked = 0;
   for (uint64_t h : hashes) {
-    const auto it = holders_.find(h);
-    if (it == holders_.end()) break;
     bool any = false;
-    for (int32_t i : it->second) {
-      if (counts[static_cast<size_t>(i)] == walked) {
-        ++counts[static_cast<size_t>(i)];
+    for (int32_t n = holders_.find(h, -1); n >= 0; n = nodes_[static_cast<size_t>(n)].holder_next) {
+      int64_t& c = counts[static_cast<size_t>(nodes_[static_cast<size_t>(n)].instance)];
+      if (c == walked) {
+        ++c;
         any = true;
       }
     }
@@ -42,7 +42,7 @@ void ApproxPrefixIndex::match_strict_prefix(std::span<const uint64_t> hashes, st
   }
 }
 
-int32_t ApproxPrefixIndex::new_node(uint64_t hash) {
+int32_t ApproxPrefixIndex::new_node(uint64_t hash, int instance) {
   int32_t n;
   if (!free_nodes_.empty()) {
     n = free_nodes_.back();
@@ -51,8 +51,31 @@ int32_t ApproxPrefixIndex::new_node(uint64_t hash) {
     n = static_cast<int32_t>(nodes_.size());
     nodes_.emplace_back();
   }
-  nodes_[static_cast<size_t>(n)] = Node{hash, -1, -1};
+  Node& x = nodes_[static_cast<size_t>(n)];
+  x = Node{};
+  x.hash = hash;
+  x.instance = instance;
+  // Prepend to the hash's holder list.
+  const int32_t first = holders_.find(hash, -1);
+  x.holder_next = first;
+  if (first >= 0) nodes_[static_cast<size_t>(first)].holder_prev = n;
+  holders_.put(hash, -1, n);
+  where_.put(hash, instance, n);
   return n;
+}
+
+void ApproxPrefixIndex::remove(int32_t n) {
+  const Node x = nodes_[static_cast<size_t>(n)];
+  if (x.holder_prev >= 0) {
+    nodes_[static_cast<size_t>(x.holder_prev)].holder_next = x.holder_next;
+  } else if (x.holder_next >= 0) {
+    holders_.put(x.hash, -1, x.holder_next);
+  } else {
+    holders_.erase(x.hash, -1);
+  }
+  if (x.holder_next >= 0) nodes_[static_cast<size_t>(x.holder_next)].holder_prev = x.holder_prev;
+  where_.erase(x.hash, x.instance);
+  free_nodes_.push_back(n);
 }
 
 void ApproxPrefixIndex::unlink(Lru& l, int32_t n) {
@@ -73,37 +96,20 @@ void ApproxPrefixIndex::push_front(Lru& l, int32_t n) {
   if (l.tail < 0) l.tail = n;
 }
 
-void ApproxPrefixIndex::drop_holder(uint64_t hash, int instance) {
-  const auto it = holders_.find(hash);
-  KVSIM_CHECK(it != holders_.end(), "prefix index: hash without holders");
-  auto& v = it->second;
-  const auto pos = std::find(v.begin(), v.end(), instance);
-  KVSIM_CHECK(pos != v.end(), "prefix index: holder missing");
-  *pos = v.back();
-  v.pop_back();
-  if (v.empty()) holders_.erase(it);
-}
-
 void ApproxPrefixIndex::insert(int instance, std::span<const uint64_t> hashes) {
   Lru& l = lists_[static_cast<size_t>(instance)];
   for (uint64_t h : hashes) {
-    const auto [it, added] = l.where.try_emplace(h, -1);
-    if (!added) {
-      unlink(l, it->second);
-      push_front(l, it->second);
+    const int32_t found = where_.find(h, instance);
+    if (found != FlatMap::kAbsent) {
+      unlink(l, found);
+      push_front(l, found);
       continue;
     }
-    const int32_t n = new_node(h);
-    it->second = n;
-    push_front(l, n);
-    holders_[h].push_back(instance);
+    push_front(l, new_node(h, instance));
     if (++l.size <= l.capacity) continue;
     const int32_t victim = l.tail;
-    const uint64_t vh = nodes_[static_cast<size_t>(victim)].hash;
     unlink(l, victim);
-    l.where.erase(vh);
-    drop_holder(vh, instance);
-    free_nodes_.push_back(victim);
+    remove(victim);
     --l.size;
   }
 }

@@ -7,8 +7,9 @@
 // Lookups cost O(hashes + holders of those hashes), whatever the number of instances.
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
+
+#include "sim/cluster/impl/flat_map.h"
 
 namespace kvsim {
 
@@ -29,26 +30,28 @@ class ApproxPrefixIndex {
  private:
   struct Node {
     uint64_t hash = 0;
-    int32_t prev = -1;  // towards the most recent
-    int32_t next = -1;  // towards the least recent
+    int32_t instance = 0;
+    int32_t prev = -1;         // LRU: towards the most recent
+    int32_t next = -1;         // LRU: towards the least recent
+    int32_t holder_prev = -1;  // the other instances holding the same hash
+    int32_t holder_next = -1;
   };
   struct Lru {
     int64_t capacity = 0;
     int64_t size = 0;
-    int32_t head = -1;                            // most recent
-    int32_t tail = -1;                            // least recent
-    std::unordered_map<uint64_t, int32_t> where;  // lookup only, never iterated
+    int32_t head = -1;  // most recent
+    int32_t tail = -1;  // least recent
   };
   void unlink(Lru& l, int32_t n);
   void push_front(Lru& l, int32_t n);
-  int32_t new_node(uint64_t hash);
-  void drop_holder(uint64_t hash, int instance);
+  int32_t new_node(uint64_t hash, int instance);
+  void remove(int32_t n);
 
   std::vector<Lru> lists_;
   std::vector<Node> nodes_;
   std::vector<int32_t> free_nodes_;
-  // hash -> instances holding it (unordered, small); lookup only, never iterated.
-  std::unordered_map<uint64_t, std::vector<int32_t>> holders_;
+  FlatMap where_;    // (hash, instance) -> node
+  FlatMap holders_;  // (hash, -1) -> first node of the hash's holder list
 };
 
 }  // namespace kvsim

@@ -28,7 +28,7 @@ class SessionAffinityRouter final : public IRouter {
 
   int route(const RequestSpec& spec, std::span<const int> candidates, const IClusterView& view) override {
     if (spec.session.empty()) return least_loaded_instance(candidates, view);
-    const uint64_t h = fnv1a64(spec.session);
+    const uint64_t h = avalanche64(fnv1a64(spec.session));  // FNV-1a alone leaves the top bits of near-equal ids equal
     // The first ring point at or after h (wrapping) whose instance is a candidate.
     auto it = std::lower_bound(ring_.begin(), ring_.end(), std::make_pair(h, -1));
     for (size_t step = 0; step < ring_.size(); ++step, ++it) {
