@@ -281,6 +281,12 @@ RouterSettings read_router(const Reader& r, const YAML::Node& n) {
     r.fail(k("policy"), "unknown router '" + rs.policy + "' (known: " + router_policy_names() + ")");
   std::set<std::string> allowed = it->second;
   allowed.insert({"policy", "report_interval", "routing_latency"});
+  for (const auto& kv : n) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    if (allowed.count(key)) continue;
+    for (const auto& [other, keys] : policies)
+      if (keys.count(key)) r.fail(k(key.c_str()), "an option of policy " + other + ", not of " + rs.policy);
+  }
   r.only_keys(n, w, allowed);
   auto non_negative = [&](const char* key, double* out) {
     if (!n[key]) return;
