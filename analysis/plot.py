@@ -3,7 +3,9 @@
 
     plot.py RUN.h5 --out DIR
 
-Writes into DIR: ttft_cdf.png, e2e_cdf.png, concurrency.png, kv_usage.png, hit_rate.png.
+Writes into DIR: ttft_cdf.png, e2e_cdf.png, concurrency.png, kv_usage.png, hit_rate.png and, for a run
+with several instances (a cluster), instance_load.png (running + waiting and KV usage per instance over
+time) and instance_hit_rate.png (token hit rate per instance, coloured by pool).
 """
 import argparse
 import os
@@ -43,6 +45,56 @@ def read_run(path):
     if isinstance(summary, bytes):
         summary = summary.decode()
     return requests, timeseries, meta, summary
+
+
+def read_instances(path):
+    """/timeseries/per_instance as a DataFrame, and the pool names by index (/requests/pool@names)."""
+    with h5py.File(path, "r") as f:
+        per_instance = read_group(f, "timeseries/per_instance")
+        names = f["requests/pool"].attrs.get("names", "") if "requests/pool" in f else ""
+    if isinstance(names, bytes):
+        names = names.decode()
+    return per_instance, (names.split(",") if names else [])
+
+
+def plot_instances(requests, per_instance, pool_names, title, out):
+    """Per-instance load over time and token hit rate per instance (runs with several instances)."""
+    written = []
+    instances = sorted(per_instance["instance"].unique()) if len(per_instance) else []
+    fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for i in instances:
+        rows = per_instance[per_instance["instance"] == i]
+        axes[0].step(rows["time_s"], rows["running"] + rows["waiting"], where="post", lw=0.8, label=f"instance {i}")
+        axes[1].step(rows["time_s"], rows["kv_usage"], where="post", lw=0.8)
+    axes[0].set_ylabel("running + waiting")
+    axes[1].set_ylabel("KV usage (of capacity)")
+    axes[1].set_ylim(0, 1.02)
+    axes[1].set_xlabel("simulated time (s)")
+    if 0 < len(instances) <= 16:
+        axes[0].legend(fontsize=7, ncol=4)
+    axes[0].set_title(f"{title}: load per instance")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+    written.append(save(fig, out, "instance_load.png"))
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    if len(requests) and "instance" in requests:
+        g = requests.groupby("instance")
+        prompt = g["prompt_tokens"].sum().astype(float)
+        rate = g["cached_tokens"].sum() / prompt.where(prompt > 0, 1.0)
+        pools = g["pool"].first() if "pool" in requests else pd.Series(0, index=rate.index)
+        colors = [f"C{int(p) % 10}" for p in pools]
+        ax.bar(rate.index.astype(int), rate.values, color=colors)
+        for p in sorted(pools.unique()):
+            name = pool_names[int(p)] if int(p) < len(pool_names) else f"pool {p}"
+            ax.bar([], [], color=f"C{int(p) % 10}", label=name)
+        ax.legend(fontsize=8)
+    ax.set_xlabel("instance")
+    ax.set_ylabel("cached / prompt tokens")
+    ax.set_title(f"{title}: prefix-cache hit rate per instance")
+    ax.grid(True, alpha=0.3, axis="y")
+    written.append(save(fig, out, "instance_hit_rate.png"))
+    return written
 
 
 def cdf(ax, values, label):
@@ -122,6 +174,10 @@ def plot_all(path, out, title=None):
     ax.set_title(f"{title}: prefix-cache hit rate per request")
     ax.grid(True, alpha=0.3)
     written.append(save(fig, out, "hit_rate.png"))
+
+    per_instance, pool_names = read_instances(path)
+    if len(per_instance) and per_instance["instance"].nunique() > 1:
+        written += plot_instances(requests, per_instance, pool_names, title, out)
     return written
 
 

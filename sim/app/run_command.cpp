@@ -170,14 +170,18 @@ int run_bench_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  char buf[512];
+  int64_t instances = 0;
+  for (const PoolRun& p : res.pools) instances += p.instances;
+  const auto steps = static_cast<double>(res.collector->steps().size());
+  char buf[640];
   std::snprintf(buf, sizeof buf,
-                "bench %s: %lld requests, %llu events, simulated %.1f s\n"
-                "  wall %.3f s (best of %d): %.0f requests/s, %.0f events/s; peak RSS %.1f MiB\n",
-                s.path.c_str(), static_cast<long long>(res.summary.requests.count),
-                static_cast<unsigned long long>(res.events),
+                "bench %s: %lld requests, %lld instance%s, %.0f steps, %llu events, simulated %.1f s\n"
+                "  wall %.3f s (best of %d): %.0f requests/s, %.0f events/s, %.2f us per step; peak RSS %.1f MiB\n",
+                s.path.c_str(), static_cast<long long>(res.summary.requests.count), static_cast<long long>(instances),
+                instances == 1 ? "" : "s", steps, static_cast<unsigned long long>(res.events),
                 res.collector->steps().empty() ? 0.0 : res.collector->steps().back().end.seconds(), best, repeat,
-                res.summary.requests.count / best, res.events / best, ru.ru_maxrss / 1024.0);
+                res.summary.requests.count / best, res.events / best, steps > 0 ? best / steps * 1e6 : 0.0,
+                ru.ru_maxrss / 1024.0);
   out << buf;
   return 0;
 }

@@ -10,16 +10,19 @@
 
 namespace kvsim {
 
-TEST(PlotScript, WritesEveryPngForARunFile) {
-  // The first interpreter that has Debian's python3-h5py/-pandas/-matplotlib (a pyenv shim may not).
-  std::string python;
+namespace {
+// The first interpreter that has Debian's python3-h5py/-pandas/-matplotlib (a pyenv shim may not).
+std::string plotting_python() {
   for (const char* candidate : {"python3", "/usr/bin/python3"}) {
     const std::string probe = std::string(candidate) + " -c 'import h5py, pandas, matplotlib' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) {
-      python = candidate;
-      break;
-    }
+    if (std::system(probe.c_str()) == 0) return candidate;
   }
+  return "";
+}
+}  // namespace
+
+TEST(PlotScript, WritesEveryPngForARunFile) {
+  const std::string python = plotting_python();
   if (python.empty()) GTEST_SKIP() << "no python3 with h5py, pandas and matplotlib";
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("kvsim_plot_script_test_" + std::to_string(getpid()));
@@ -53,6 +56,49 @@ TEST(PlotScript, WritesEveryPngForARunFile) {
   for (const char* png : {"ttft_cdf.png", "e2e_cdf.png", "concurrency.png", "kv_usage.png", "hit_rate.png"}) {
     EXPECT_GT(fs::file_size(dir / "plots" / png), 1000u) << png;
   }
+  EXPECT_FALSE(fs::exists(dir / "plots" / "instance_load.png")) << "one instance: no per-instance plots";
+  fs::remove_all(dir);
+}
+
+TEST(PlotScript, ClusterRunGetsPerInstancePlots) {
+  const std::string python = plotting_python();
+  if (python.empty()) GTEST_SKIP() << "no python3 with h5py, pandas and matplotlib";
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_plot_cluster_test_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  RunCollector c;
+  for (int i = 0; i < 40; ++i) {
+    RequestRecord r;
+    r.id = RequestId(i);
+    r.arrival = SimTime::zero() + Duration::ms(10 * i);
+    r.first_scheduled = r.arrival;
+    r.first_token = r.arrival + Duration::ms(20);
+    r.finish = r.first_token + Duration::ms(100);
+    r.prompt_tokens = 500;
+    r.cached_tokens = 100 * (i % 3);
+    r.output_tokens = 10;
+    r.finished = true;
+    r.instance = i % 3;
+    r.pool = r.instance == 2 ? 1 : 0;
+    c.on_request_done(r);
+    StepRecord s;
+    s.start = r.arrival;
+    s.end = r.arrival + Duration::ms(5);
+    s.running = 1 + i % 4;
+    s.kv_blocks_used = 5 * (i % 7);
+    s.instance = i % 3;
+    c.on_step(s);
+  }
+  RunInfo info;
+  info.router = "round_robin";
+  info.pools = {PoolInfo{"a", "colocated", "h100-sxm", 1, 0, 2, 100}, PoolInfo{"b", "colocated", "h200", 2, 2, 1, 300}};
+  const std::string run = (dir / "run.h5").string();
+  write_run_file(run, c, c.summarize(info), RunMeta{});
+  const std::string cmd = python + " " + KVSIM_SOURCE_DIR + "/analysis/plot.py " + run + " --out " +
+                          (dir / "plots").string() + " >/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  for (const char* png : {"instance_load.png", "instance_hit_rate.png"})
+    EXPECT_GT(fs::file_size(dir / "plots" / png), 1000u) << png;
   fs::remove_all(dir);
 }
 
