@@ -18,7 +18,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  size CONFIG.json...   exact KV cache, state, weights and capacity per model\n"
-    "  run SCENARIO.yaml     replay a workload through a vLLM-like engine\n"
+    "  run SCENARIO.yaml     replay a workload through a vLLM-like engine or a cluster of them\n"
     "  bench                 replay the Mooncake conversation trace and report simulator speed\n"
     "  calibrate             fit the calibrated latency model and report the fit error per operator\n"
     "  validate POINTS.csv   simulate measured end-to-end points and report TTFT/TPOT errors\n"

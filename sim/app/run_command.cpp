@@ -75,7 +75,10 @@ void write_text_atomically(const std::string& path, const std::string& text) {
 }  // namespace
 
 int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("kvsim run SCENARIO.yaml [options]\n\nReplays a workload through one vLLM-like engine");
+  po::options_description desc(
+      "kvsim run SCENARIO.yaml [options]\n\nReplays a workload through one vLLM-like engine, or through pools of them "
+      "behind a router (the "
+      "scenario's cluster: section)");
   // clang-format off
   desc.add_options()
     ("help,h", "show this help")
