@@ -16,19 +16,94 @@
 #include <unordered_map>
 
 #include "sim/cluster/impl/approx_prefix_index.h"
+#include "sim/cluster/impl/flat_map.h"
 #include "sim/cluster/impl/prefix_hashes.h"
 #include "sim/cluster/impl/routers.h"
+#include "sim/core/check.h"
 
 namespace kvsim {
 namespace {
 
+// The blocks each worker has active (held by requests the router sent there and that have not
+// finished), counted once per hash, with the holders of each hash linked so that counting how many of
+// a request's blocks each worker already holds costs O(blocks + holders), not O(blocks x workers).
+class ActiveBlocks {
+ public:
+  explicit ActiveBlocks(int workers) : unique_(static_cast<size_t>(workers), 0) {}
+  int64_t unique(int w) const { return unique_[static_cast<size_t>(w)]; }
+  void add(int w, uint64_t h) {
+    const int32_t n = where_.find(h, w);
+    if (n != FlatMap::kAbsent) {
+      ++nodes_[static_cast<size_t>(n)].refs;
+      return;
+    }
+    int32_t m;
+    if (!free_.empty()) {
+      m = free_.back();
+      free_.pop_back();
+    } else {
+      m = static_cast<int32_t>(nodes_.size());
+      nodes_.emplace_back();
+    }
+    const int32_t first = holders_.find(h, -1);
+    nodes_[static_cast<size_t>(m)] = Node{h, w, 1, -1, first};
+    if (first >= 0) nodes_[static_cast<size_t>(first)].prev = m;
+    holders_.put(h, -1, m);
+    where_.put(h, w, m);
+    ++unique_[static_cast<size_t>(w)];
+  }
+  void remove(int w, uint64_t h) {
+    const int32_t n = where_.find(h, w);
+    KVSIM_CHECK(n != FlatMap::kAbsent, "dynamo router: releasing a block it does not track");
+    Node& x = nodes_[static_cast<size_t>(n)];
+    if (--x.refs > 0) return;
+    if (x.prev >= 0) {
+      nodes_[static_cast<size_t>(x.prev)].next = x.next;
+    } else if (x.next >= 0) {
+      holders_.put(h, -1, x.next);
+    } else {
+      holders_.erase(h, -1);
+    }
+    if (x.next >= 0) nodes_[static_cast<size_t>(x.next)].prev = x.prev;
+    where_.erase(h, w);
+    free_.push_back(n);
+    --unique_[static_cast<size_t>(w)];
+  }
+  // held[w] = how many of `hashes` worker w has active.
+  void count_held(std::span<const uint64_t> hashes, std::vector<int64_t>& held) const {
+    held.assign(unique_.size(), 0);
+    for (uint64_t h : hashes)
+      for (int32_t n = holders_.find(h, -1); n >= 0; n = nodes_[static_cast<size_t>(n)].next)
+        ++held[static_cast<size_t>(nodes_[static_cast<size_t>(n)].worker)];
+  }
+
+ private:
+  struct Node {
+    uint64_t hash;
+    int32_t worker;
+    int32_t refs;
+    int32_t prev;
+    int32_t next;
+  };
+  std::vector<int64_t> unique_;
+  std::vector<Node> nodes_;
+  std::vector<int32_t> free_;
+  FlatMap where_;    // (hash, worker) -> node
+  FlatMap holders_;  // (hash, -1) -> first node
+};
+
 class DynamoRouter final : public IRouter {
  public:
   DynamoRouter(const RouterSettings& s, const IClusterView& view, RandomStream& ties)
-      : s_(s), ties_(ties), predicted_(capacities(view)), workers_(static_cast<size_t>(view.num_instances())) {}
+      : s_(s),
+        ties_(ties),
+        predicted_(capacities(view)),
+        prefill_tokens_(static_cast<size_t>(view.num_instances()), 0),
+        active_(view.num_instances()) {}
 
   int route(const RequestSpec& spec, std::span<const int> candidates, const IClusterView& view) override {
     by_size_.clear();
+    held_.clear();
     costs_.clear();
     overlaps_.clear();
     double lo = INFINITY, hi = -INFINITY;
@@ -37,11 +112,9 @@ class DynamoRouter final : public IRouter {
       const std::vector<uint64_t>& h = hashes_for(spec, bs);
       const int64_t overlap = overlap_blocks(spec, i, view, h);
       overlaps_.push_back(overlap);
-      const Worker& w = workers_[static_cast<size_t>(i)];
       const int64_t new_prefill = std::max<int64_t>(spec.prompt_tokens - overlap * bs, 0);
-      const double prefill_blocks = static_cast<double>(w.prefill_tokens + new_prefill) / bs;
-      int64_t decode_blocks = static_cast<int64_t>(w.active.size());
-      for (uint64_t b : h) decode_blocks += w.active.count(b) == 0;
+      const double prefill_blocks = static_cast<double>(prefill_tokens_[static_cast<size_t>(i)] + new_prefill) / bs;
+      const int64_t decode_blocks = active_.unique(i) + static_cast<int64_t>(h.size()) - held_for(spec, bs, i);
       const double cost = s_.overlap_weight * prefill_blocks + static_cast<double>(decode_blocks);
       costs_.push_back(cost);
       lo = std::min(lo, cost);
@@ -51,15 +124,14 @@ class DynamoRouter final : public IRouter {
     // Track the request on the chosen worker.
     const int bs = view.info(pick).block_size;
     const std::vector<uint64_t>& h = hashes_for(spec, bs);
-    Worker& w = workers_[static_cast<size_t>(pick)];
     Tracked t;
     t.instance = pick;
     t.blocks = h;
     const int64_t full = spec.prompt_tokens / bs;
     const size_t k = static_cast<size_t>(std::find(candidates.begin(), candidates.end(), pick) - candidates.begin());
     t.prefill_tokens = std::max<int64_t>(spec.prompt_tokens - overlaps_[k] * bs, 0);
-    w.prefill_tokens += t.prefill_tokens;
-    for (uint64_t b : h) ++w.active[b];
+    prefill_tokens_[static_cast<size_t>(pick)] += t.prefill_tokens;
+    for (uint64_t b : h) active_.add(pick, b);
     if (!s_.kv_events) predicted_.insert(pick, std::span<const uint64_t>(h.data(), static_cast<size_t>(full)));
     tracked_[spec.id.value()] = std::move(t);
     return pick;
@@ -68,7 +140,7 @@ class DynamoRouter final : public IRouter {
   void on_first_token(RequestId id, int) override {
     const auto it = tracked_.find(id.value());
     if (it == tracked_.end()) return;
-    workers_[static_cast<size_t>(it->second.instance)].prefill_tokens -= it->second.prefill_tokens;
+    prefill_tokens_[static_cast<size_t>(it->second.instance)] -= it->second.prefill_tokens;
     it->second.prefill_tokens = 0;
   }
 
@@ -76,21 +148,13 @@ class DynamoRouter final : public IRouter {
     on_first_token(id, instance);
     const auto it = tracked_.find(id.value());
     if (it == tracked_.end()) return;
-    Worker& w = workers_[static_cast<size_t>(it->second.instance)];
-    for (uint64_t b : it->second.blocks) {
-      const auto a = w.active.find(b);
-      if (--a->second == 0) w.active.erase(a);
-    }
+    for (uint64_t b : it->second.blocks) active_.remove(it->second.instance, b);
     tracked_.erase(it);
   }
 
   std::string name() const override { return "dynamo"; }
 
  private:
-  struct Worker {
-    int64_t prefill_tokens = 0;
-    std::unordered_map<uint64_t, int> active;  // block hash -> requests holding it; lookup and size only
-  };
   struct Tracked {
     int instance = 0;
     int64_t prefill_tokens = 0;
@@ -101,6 +165,13 @@ class DynamoRouter final : public IRouter {
     std::vector<int64_t> c;
     for (int i = 0; i < view.num_instances(); ++i) c.push_back(std::max<int64_t>(view.info(i).num_blocks, 1));
     return c;
+  }
+  // How many of the request's blocks (at block size bs) worker i already has active; one walk of the
+  // active index per block size and route().
+  int64_t held_for(const RequestSpec& spec, int bs, int i) {
+    auto [it, added] = held_.try_emplace(bs);
+    if (added) active_.count_held(hashes_for(spec, bs), it->second);
+    return it->second[static_cast<size_t>(i)];
   }
   // Full blocks plus the trailing partial block: the blocks the request will hold.
   const std::vector<uint64_t>& hashes_for(const RequestSpec& spec, int bs) {
@@ -157,7 +228,9 @@ class DynamoRouter final : public IRouter {
   RouterSettings s_;
   RandomStream& ties_;
   ApproxPrefixIndex predicted_;
-  std::vector<Worker> workers_;
+  std::vector<int64_t> prefill_tokens_;  // tracked new-prefill tokens per worker
+  ActiveBlocks active_;
+  std::map<int, std::vector<int64_t>> held_;
   std::unordered_map<int64_t, Tracked> tracked_;  // request id -> tracking; lookup only
   std::map<int, std::vector<uint64_t>> by_size_;
   std::vector<double> costs_;
