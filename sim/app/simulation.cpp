@@ -71,7 +71,7 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model, co
   const EngineSettings& e = s.engine;
   const EngineKind kind = parse_engine(e.kind, s.path + ": engine.kind");
   const DType kv = resolve_kv_dtype(model, e.kv_cache_dtype, s.path + ": engine.kv_cache_dtype");
-  const DType wd = parse_dtype(e.weight_dtype, s.path + ": engine.weight_dtype");
+  const std::optional<DType> wd = resolve_weight_dtype(e.weight_dtype, s.path + ": engine.weight_dtype");
   StateDtypes sdt;
   try {
     sdt = resolve_state_dtypes(model, e.state_dtype);
@@ -166,7 +166,8 @@ SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, d
   const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
   const GpuSpec& gpu = hw.gpu(s.gpu);
   res.engine = resolve_engine_config(s, res.model, gpu);
-  const DType weight_dtype = parse_dtype(s.engine.weight_dtype, "engine.weight_dtype");
+  const DType weight_dtype =
+      served_weight_dtype(res.model, resolve_weight_dtype(s.engine.weight_dtype, s.path + ": engine.weight_dtype"));
   const DType kv_dtype = resolve_kv_dtype(res.model, s.engine.kv_cache_dtype, s.path + ": engine.kv_cache_dtype");
   std::unique_ptr<ILatencyModel> latency;
   if (s.engine.latency_model == "roofline") {
