@@ -20,7 +20,12 @@ namespace {
 
 po::options_description size_options() {
   po::options_description d(
-      "kvsim size CONFIG.json... [options]\n\nExact KV cache, state, weights and capacity per model");
+      "kvsim size CONFIG.json... [options]\n\n"
+      "Exact KV cache, state, weights and capacity per model. Weights follow the config's quantization_config.\n"
+      "A context past max_position_embeddings is a warning naming the RoPE scaling that would allow it; with --gpu,\n"
+      "a model with no room for one request says 'does not fit' and how many GPUs (and which --tp) it needs; a model\n"
+      "whose every layer slides shows its bytes per token inside the window (marked *). A config that fails does\n"
+      "not stop the others: its error follows them and the exit code is 2.\n\nOptions");
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
