@@ -58,24 +58,37 @@ struct LayerSpec {
   int reads_cache_of = -1;
 };
 
+// One way of storing linear weights (a compressed-tensors config group, or the whole scheme).
+struct QuantGroup {
+  std::string format;          // what kvsim understood, e.g. "fp8 block 128x128", "int4 group 32"
+  DType dtype = DType::kBf16;  // element format of the quantised weights
+  int value_bits = 16;         // bits per stored value
+  int group_size = 0;          // values per scale along a row (the input dimension); -1 one per row; 0 none
+  int block_rows = 0;          // 2-D block scales (FP8 weight_block_size [rows, cols]); 0 = none
+  int block_cols = 0;
+  int scale_bits = 0;         // bits per group or block scale
+  int zero_point_bits = 0;    // asymmetric integer schemes: one zero point per group
+  int tensor_scale_bits = 0;  // one scale per tensor (FP8 per-tensor; NVFP4's global FP32 scale)
+  // What this group applies to: "Linear" (every linear layer), module names or "re:" patterns.
+  std::vector<std::string> targets;
+};
+
 // How a checkpoint stores its weights, from config.json's quantization_config (sim/model/quantization.h).
 // Linear-layer weights are quantised unless a `keep` pattern names them; embeddings, lm_head, norms,
 // biases and routers always stay in the checkpoint's 16-bit dtype.
 struct QuantScheme {
-  std::string method;          // quant_method as written ("fp8", "mxfp4", "compressed-tensors"); "" = none
-  std::string format;          // what kvsim understood, e.g. "fp8 block 128x128", "int4 group 32"
-  bool understood = true;      // false: a method kvsim cannot size (weights then need --weight-dtype)
-  DType dtype = DType::kBf16;  // element format of the quantised weights
-  int value_bits = 16;         // bits per stored value
-  int group_size = 0;          // values per scale along a row (the input dimension); 0 = none
-  int block_rows = 0;          // 2-D block scales (FP8 weight_block_size [rows, cols]); 0 = none
-  int block_cols = 0;
-  int scale_bits = 0;                // bits per group or block scale
-  int zero_point_bits = 0;           // asymmetric integer schemes: one zero point per group
-  int tensor_scale_bits = 0;         // one scale per tensor (FP8 per-tensor; NVFP4's global FP32 scale)
-  std::vector<std::string> keep;     // modules_to_not_convert / ignore / exclude_modules patterns
-  std::vector<std::string> targets;  // compressed-tensors targets other than "Linear" (empty: every linear)
+  std::string method;              // quant_method as written ("fp8", "mxfp4", "compressed-tensors"); "" = none
+  bool understood = true;          // false: a method kvsim cannot size (weights then need --weight-dtype)
+  std::vector<QuantGroup> groups;  // compressed-tensors: one per config group, in order; else one
+  std::vector<std::string> keep;   // modules_to_not_convert / ignore / exclude_modules patterns
   bool quantized() const { return !method.empty(); }
+  // The first group's dtype and the groups' formats joined with " + " (summary for reports).
+  DType dtype() const { return groups.empty() ? DType::kBf16 : groups.front().dtype; }
+  std::string format() const {
+    std::string f;
+    for (const auto& g : groups) f += (f.empty() ? "" : " + ") + g.format;
+    return f;
+  }
 };
 
 struct ModelSpec {

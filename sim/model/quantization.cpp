@@ -56,7 +56,7 @@ std::regex compile(const std::string& pattern, const std::string& where) {
   }
 }
 
-void set_fp8(QuantScheme& s, const JsonValue& q, const std::string& where, int scale_bits) {
+void set_fp8(QuantGroup& s, const JsonValue& q, const std::string& where, int scale_bits) {
   s.dtype = DType::kFp8;
   s.value_bits = 8;
   const JsonValue* b = q.find("weight_block_size");
@@ -76,7 +76,7 @@ void set_fp8(QuantScheme& s, const JsonValue& q, const std::string& where, int s
   }
 }
 
-void set_nvfp4(QuantScheme& s, int group) {
+void set_nvfp4(QuantGroup& s, int group) {
   s.dtype = DType::kNvfp4;
   s.value_bits = 4;
   s.group_size = group;
@@ -85,25 +85,22 @@ void set_nvfp4(QuantScheme& s, int group) {
   s.format = "nvfp4 group " + std::to_string(group);
 }
 
-// compressed-tensors: the first config group's weight arguments.
-void read_compressed_tensors(QuantScheme& s, const JsonValue& q, const std::string& where) {
-  const JsonValue* groups = q.find("config_groups");
-  if (!groups || !groups->is_object() || groups->object().empty())
-    throw InputError(where + ".config_groups: missing (compressed-tensors needs one config group)");
-  const auto& [gname, g] = groups->object().front();
+// compressed-tensors: one QuantGroup per config group, with its targets.
+QuantGroup read_ct_group(const std::string& gname, const JsonValue& g, const JsonValue& q, const std::string& where) {
+  QuantGroup s;
   const std::string gw = where + ".config_groups." + gname;
   if (!g.is_object()) throw InputError(gw + ": must be an object");
   const JsonValue* w = g.find("weights");
   if (!w || !w->is_object()) throw InputError(gw + ".weights: missing");
   append_patterns(g, "targets", gw, &s.targets);
-  for (auto it = s.targets.begin(); it != s.targets.end();) it = (*it == "Linear") ? s.targets.erase(it) : it + 1;
+  if (s.targets.empty()) s.targets = {"Linear"};
   const int bits = int_or(*w, "num_bits", 8, 1, 32, gw + ".weights");
   const std::string type = str_or(*w, "type", "int");
   const std::string strategy = str_or(*w, "strategy", "tensor");
   const std::string fmt = str_or(g, "format", str_or(q, "format", ""));
   if (fmt == "nvfp4-pack-quantized" || (type == "float" && bits == 4)) {
     set_nvfp4(s, int_or(*w, "group_size", 16, 1, 1 << 20, gw + ".weights"));
-    return;
+    return s;
   }
   if (type == "float" && bits == 8) {
     set_fp8(s, *w, gw + ".weights", 16);
@@ -113,7 +110,7 @@ void read_compressed_tensors(QuantScheme& s, const JsonValue& q, const std::stri
       s.scale_bits = 16;
       s.format = "fp8 per channel";
     }
-    return;
+    return s;
   }
   s.value_bits = bits;
   s.dtype = bits == 4 ? DType::kInt4 : (bits == 8 ? DType::kFp8 : DType::kBf16);
@@ -133,6 +130,14 @@ void read_compressed_tensors(QuantScheme& s, const JsonValue& q, const std::stri
   }
   const JsonValue* sym = w->find("symmetric");
   if (sym && sym->is_bool() && !sym->boolean()) s.zero_point_bits = bits;
+  return s;
+}
+
+void read_compressed_tensors(QuantScheme& s, const JsonValue& q, const std::string& where) {
+  const JsonValue* groups = q.find("config_groups");
+  if (!groups || !groups->is_object() || groups->object().empty())
+    throw InputError(where + ".config_groups: missing (compressed-tensors needs a config group)");
+  for (const auto& [name, g] : groups->object()) s.groups.push_back(read_ct_group(name, g, q, where));
 }
 
 }  // namespace
@@ -154,71 +159,93 @@ QuantScheme read_quantization(const JsonValue& q, const std::string& where) {
   append_patterns(q, "ignore", where, &s.keep);
   append_patterns(q, "exclude_modules", where, &s.keep);
   const std::string algo = str_or(q, "quant_algo", "");
+  QuantGroup g;
+  g.targets = {"Linear"};
   if (s.method == "fp8" || s.method == "fbgemm_fp8") {
-    set_fp8(s, q, where, 32);  // weight_scale_inv: FP32 (DeepSeek, HF FineGrainedFP8)
+    set_fp8(g, q, where, 32);  // weight_scale_inv: FP32 (DeepSeek, HF FineGrainedFP8)
   } else if (s.method == "mxfp4") {
-    s.dtype = DType::kMxfp4;
-    s.value_bits = 4;
-    s.group_size = 32;
-    s.scale_bits = 8;
-    s.format = "mxfp4 group 32";
+    g.dtype = DType::kMxfp4;
+    g.value_bits = 4;
+    g.group_size = 32;
+    g.scale_bits = 8;
+    g.format = "mxfp4 group 32";
   } else if (s.method == "nvfp4" || (s.method == "modelopt" && (algo == "NVFP4" || algo == "nvfp4"))) {
-    set_nvfp4(s, int_or(q, "group_size", 16, 1, 1 << 20, where));
+    set_nvfp4(g, int_or(q, "group_size", 16, 1, 1 << 20, where));
   } else if (s.method == "modelopt" && (algo == "FP8" || algo == "fp8")) {
-    set_fp8(s, q, where, 32);
+    set_fp8(g, q, where, 32);
   } else if (s.method == "compressed-tensors") {
     read_compressed_tensors(s, q, where);
   } else if (s.method == "gptq" || s.method == "awq") {
-    s.value_bits = int_or(q, "bits", int_or(q, "w_bit", 4, 1, 16, where), 1, 16, where);
-    s.dtype = s.value_bits == 4 ? DType::kInt4 : DType::kFp8;
-    const int g = int_or(q, "group_size", int_or(q, "q_group_size", 128, -1, 1 << 20, where), -1, 1 << 20, where);
-    s.group_size = g <= 0 ? -1 : g;
-    s.scale_bits = 16;  // FP16 scales
-    s.zero_point_bits = s.value_bits;
-    s.format = "int" + std::to_string(s.value_bits) + (g > 0 ? " group " + std::to_string(g) : " per channel");
+    g.value_bits = int_or(q, "bits", int_or(q, "w_bit", 4, 1, 16, where), 1, 16, where);
+    g.dtype = g.value_bits == 4 ? DType::kInt4 : DType::kFp8;
+    const int gs = int_or(q, "group_size", int_or(q, "q_group_size", 128, -1, 1 << 20, where), -1, 1 << 20, where);
+    g.group_size = gs <= 0 ? -1 : gs;
+    g.scale_bits = 16;  // FP16 scales
+    g.zero_point_bits = g.value_bits;
+    g.format = "int" + std::to_string(g.value_bits) + (gs > 0 ? " group " + std::to_string(gs) : " per channel");
   } else {
     s.understood = false;
     return s;
   }
+  if (s.groups.empty()) s.groups.push_back(g);
   for (const auto& p : s.keep) compile(p, where);
-  for (const auto& p : s.targets) compile(p, where);
+  for (const auto& grp : s.groups)
+    for (const auto& p : grp.targets)
+      if (p != "Linear") compile(p, where);
   return s;
 }
 
 WeightTally::WeightTally(const QuantScheme& q) : q_(q) {
   if (!q.quantized() || !q.understood) return;
   for (const auto& p : q.keep) keep_.push_back(compile(p, "quantization_config"));
-  for (const auto& p : q.targets) targets_.push_back(compile(p, "quantization_config"));
+  for (const auto& g : q.groups) {
+    std::vector<std::regex> named;
+    bool linear = false;
+    for (const auto& p : g.targets) {
+      if (p == "Linear")
+        linear = true;
+      else
+        named.push_back(compile(p, "quantization_config"));
+    }
+    groups_.push_back({&g, std::move(named), linear});
+  }
 }
 
-bool WeightTally::quantizes(const std::string& module) const {
-  if (!q_.quantized() || !q_.understood) return false;
+// compressed-tensors precedence: a group that names the module (by name or regex) before one that
+// targets every Linear; a module no group targets stays unquantised.
+const QuantGroup* WeightTally::group_for(const std::string& module) const {
+  if (groups_.empty()) return nullptr;
   const std::string wrapped = "language_model." + module;
   auto any = [&](const std::vector<std::regex>& res) {
     for (const auto& re : res)
       if (std::regex_search(module, re) || std::regex_search(wrapped, re)) return true;
     return false;
   };
-  if (any(keep_)) return false;
-  return targets_.empty() || any(targets_);
+  if (any(keep_)) return nullptr;
+  for (const auto& g : groups_)
+    if (any(g.named)) return g.group;
+  for (const auto& g : groups_)
+    if (g.all_linear) return g.group;
+  return nullptr;
 }
 
 int64_t WeightTally::linear(const std::string& module, int64_t out, int64_t in, int64_t copies) {
   const int64_t n = out * in * copies;
-  if (!quantizes(module)) {
+  const QuantGroup* g = group_for(module);
+  if (!g) {
     kept_ += n;
     return n;
   }
   quantized_ += n;
   int64_t scales = 0;
-  if (q_.group_size > 0)
-    scales = out * cdiv(in, q_.group_size);
-  else if (q_.group_size < 0)
+  if (g->group_size > 0)
+    scales = out * cdiv(in, g->group_size);
+  else if (g->group_size < 0)
     scales = out;  // one per output row
-  else if (q_.block_rows > 0)
-    scales = cdiv(out, q_.block_rows) * cdiv(in, q_.block_cols);
+  else if (g->block_rows > 0)
+    scales = cdiv(out, g->block_rows) * cdiv(in, g->block_cols);
   quantized_bits_ +=
-      n * q_.value_bits + copies * (scales * (q_.scale_bits + q_.zero_point_bits) + q_.tensor_scale_bits);
+      n * g->value_bits + copies * (scales * (g->scale_bits + g->zero_point_bits) + g->tensor_scale_bits);
   return n;
 }
 

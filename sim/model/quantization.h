@@ -5,9 +5,9 @@
 //       FP32 scale per r x c block (ceil(out / r) x ceil(in / c) per matrix), else one per tensor;
 //   mxfp4 (gpt-oss): 4-bit E2M1 values, one 8-bit E8M0 scale per 32 values of a row;
 //   nvfp4, modelopt NVFP4: 4-bit values, one FP8 scale per 16 values, one FP32 scale per tensor;
-//   compressed-tensors (Kimi-K2.x, llm-compressor): config_groups' first group: num_bits, type,
-//       strategy (group, channel, tensor, block, tensor_group), group_size, symmetric; scales in BF16
-//       (the checkpoint dtype), an nvfp4 format as above; `ignore` and `targets`;
+//   compressed-tensors (Kimi-K2.x, llm-compressor): every config group: num_bits, type, strategy
+//       (group, channel, tensor; fp8 block; nvfp4 tensor_group), group_size, symmetric; scales in
+//       BF16 (the checkpoint dtype); `ignore`; a group's named or "re:" targets before "Linear";
 //   gptq, awq: bits, group_size (default 128, -1 per row), FP16 scales and packed zero points.
 // Patterns (modules_to_not_convert, ignore, exclude_modules): "re:" + a regular expression searched in
 // the module name, or a name with '*' wildcards matched at dot boundaries ("lm_head",
@@ -46,10 +46,15 @@ class WeightTally {
   int64_t quantized_bits() const { return quantized_bits_; }
 
  private:
-  bool quantizes(const std::string& module) const;
+  struct Group {
+    const QuantGroup* group;
+    std::vector<std::regex> named;  // targets other than "Linear"
+    bool all_linear;
+  };
+  const QuantGroup* group_for(const std::string& module) const;  // nullptr: kept unquantised
   const QuantScheme& q_;
   std::vector<std::regex> keep_;
-  std::vector<std::regex> targets_;
+  std::vector<Group> groups_;
   int64_t quantized_ = 0;
   int64_t kept_ = 0;
   int64_t quantized_bits_ = 0;

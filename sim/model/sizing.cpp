@@ -185,7 +185,7 @@ std::optional<DType> resolve_weight_dtype(const std::string& text, const std::st
 
 DType served_weight_dtype(const ModelSpec& spec, std::optional<DType> weight) {
   if (weight) return *weight;
-  return spec.quant.quantized() && spec.quant.understood ? spec.quant.dtype : DType::kBf16;
+  return spec.quant.quantized() && spec.quant.understood ? spec.quant.dtype() : DType::kBf16;
 }
 
 std::string weight_format(const ModelSpec& spec, std::optional<DType> weight) {
@@ -195,7 +195,7 @@ std::string weight_format(const ModelSpec& spec, std::optional<DType> weight) {
   const double share = total > 0 ? 100.0 * spec.quantized_params / total : 0.0;
   std::ostringstream o;
   o.precision(1);
-  o << std::fixed << spec.quant.format << " (" << share << "% of parameters; the rest bf16), from quantization_config";
+  o << std::fixed << spec.quant.format() << " (" << share << "% of parameters; the rest bf16), from quantization_config";
   return o.str();
 }
 

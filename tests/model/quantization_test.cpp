@@ -71,7 +71,7 @@ TEST(QuantizedWeights, CompressedTensorsInt4RoutedExpertsOnly) {
           "strategy": "group", "group_size": 32, "symmetric": true}}},
         "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*",
                    "re:.*mlp\\.(gate|up|gate_up|down)_proj.*", "re:vision_tower.*"]}}})");
-  EXPECT_EQ(m.quant.format, "int4 group 32");
+  EXPECT_EQ(m.quant.format(), "int4 group 32");
   // Layer 1 only is MoE: 8 experts x (gate 64 x 256 + up 64 x 256 + down 256 x 64) = 8 x 49,152.
   EXPECT_EQ(m.quantized_params, 393216);
   // Values 393,216 / 2 = 196,608 B. Scales (BF16) per expert: gate 64 x 256/32 = 512, up 512,
@@ -90,6 +90,27 @@ TEST(QuantizedWeights, ModeloptNvfp4HasBlockAndTensorScales) {
   // BF16 rest: embed + lm_head 2 x 100 x 64 = 12,800, norms 64 + 2 x 64 = 192: 12,992 x 2 = 25,984.
   EXPECT_EQ(m.params, 36864 + 12992);
   EXPECT_EQ(weight_bytes(m, std::nullopt), 18432 + 2304 + 28 + 25984);
+}
+
+TEST(QuantizedWeights, CompressedTensorsGroupsNamedTargetsBeforeLinear) {
+  // group_0: NVFP4 for every Linear; group_1: INT8 per channel for the attention projections, which
+  // it names and so takes first (compressed-tensors precedence), whatever the order.
+  const ModelSpec m = from_text(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 1,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128,
+    "vocab_size": 100, "quantization_config": {"quant_method": "compressed-tensors", "ignore": ["lm_head"],
+      "config_groups": {
+        "group_0": {"targets": ["Linear"], "format": "nvfp4-pack-quantized",
+                    "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}},
+        "group_1": {"targets": ["re:.*self_attn.*"],
+                    "weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": true}}}}})");
+  EXPECT_EQ(m.quant.format(), "nvfp4 group 16 + int8 per channel");
+  EXPECT_EQ(m.quantized_params, 36864);
+  // Attention q 64x64, k 32x64, v 32x64, o 64x64 = 12,288 INT8 values (12,288 B) + one BF16 scale per
+  // row: 64 + 32 + 32 + 64 = 192 rows = 384 B.
+  // MLP gate 128x64, up 128x64, down 64x128 = 24,576 NVFP4 values (12,288 B), 24,576 / 16 = 1,536 B of
+  // FP8 scales, 3 x 4 B of FP32 tensor scales.
+  // Rest in BF16: 12,992 x 2 = 25,984 B (as in ModeloptNvfp4HasBlockAndTensorScales).
+  EXPECT_EQ(weight_bytes(m, std::nullopt), 12288 + 384 + 12288 + 1536 + 12 + 25984);
 }
 
 TEST(QuantizedWeights, NoQuantizationConfigIsBf16AsBefore) {
