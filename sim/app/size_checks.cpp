@@ -47,10 +47,11 @@ void check_fit(const ModelSpec& spec, const SizeOptions& opt, SizeReport& r) {
 
 namespace {
 
+// 131072 -> "131,072" (token counts, never negative).
 std::string digits(int64_t v) {
-  std::string s = std::to_string(v < 0 ? -v : v);
+  std::string s = std::to_string(v);
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(i, ",");
-  return (v < 0 ? "-" : "") + s;
+  return s;
 }
 
 }  // namespace

@@ -26,8 +26,11 @@ void append_patterns(const JsonValue& o, const char* key, const std::string& whe
   const JsonValue* v = o.find(key);
   if (!v || v->is_null()) return;
   if (!v->is_array()) throw InputError(where + "." + key + ": must be a list of module names");
+  // Bounded: each pattern is compiled and searched in every module name.
+  if (v->array().size() > 100000) throw InputError(where + "." + key + ": over 100,000 module names");
   for (const JsonValue& p : v->array()) {
     if (!p.is_string()) throw InputError(where + "." + key + ": must be a list of module names");
+    if (p.str().size() > 1000) throw InputError(where + "." + key + ": a module name over 1,000 characters");
     out->push_back(p.str());
   }
 }
@@ -142,8 +145,24 @@ void read_compressed_tensors(QuantScheme& s, const JsonValue& q, const std::stri
 
 }  // namespace
 
+ModulePattern::ModulePattern(const std::string& pattern, const std::string& where) {
+  if (pattern.rfind("re:", 0) != 0 && pattern.find('*') == std::string::npos)
+    plain_ = pattern;
+  else
+    re_ = compile(pattern, where);
+}
+
+bool ModulePattern::matches(const std::string& module) const {
+  if (plain_.empty()) return std::regex_search(module, re_);
+  for (size_t at = module.find(plain_); at != std::string::npos; at = module.find(plain_, at + 1)) {
+    const size_t end = at + plain_.size();
+    if ((at == 0 || module[at - 1] == '.') && (end == module.size() || module[end] == '.')) return true;
+  }
+  return false;
+}
+
 bool module_matches(const std::string& pattern, const std::string& module) {
-  return std::regex_search(module, compile(pattern, "module pattern"));
+  return ModulePattern(pattern, "module pattern").matches(module);
 }
 
 QuantScheme read_quantization(const JsonValue& q, const std::string& where) {
@@ -188,24 +207,24 @@ QuantScheme read_quantization(const JsonValue& q, const std::string& where) {
     return s;
   }
   if (s.groups.empty()) s.groups.push_back(g);
-  for (const auto& p : s.keep) compile(p, where);
+  for (const auto& p : s.keep) ModulePattern(p, where);  // a bad pattern is an error at load
   for (const auto& grp : s.groups)
     for (const auto& p : grp.targets)
-      if (p != "Linear") compile(p, where);
+      if (p != "Linear") ModulePattern(p, where);
   return s;
 }
 
 WeightTally::WeightTally(const QuantScheme& q) : q_(q) {
   if (!q.quantized() || !q.understood) return;
-  for (const auto& p : q.keep) keep_.push_back(compile(p, "quantization_config"));
+  for (const auto& p : q.keep) keep_.emplace_back(p, "quantization_config");
   for (const auto& g : q.groups) {
-    std::vector<std::regex> named;
+    std::vector<ModulePattern> named;
     bool linear = false;
     for (const auto& p : g.targets) {
       if (p == "Linear")
         linear = true;
       else
-        named.push_back(compile(p, "quantization_config"));
+        named.emplace_back(p, "quantization_config");
     }
     groups_.push_back({&g, std::move(named), linear});
   }
@@ -216,9 +235,9 @@ WeightTally::WeightTally(const QuantScheme& q) : q_(q) {
 const QuantGroup* WeightTally::group_for(const std::string& module) const {
   if (groups_.empty()) return nullptr;
   const std::string wrapped = "language_model." + module;
-  auto any = [&](const std::vector<std::regex>& res) {
-    for (const auto& re : res)
-      if (std::regex_search(module, re) || std::regex_search(wrapped, re)) return true;
+  auto any = [&](const std::vector<ModulePattern>& patterns) {
+    for (const auto& p : patterns)
+      if (p.matches(module) || p.matches(wrapped)) return true;
     return false;
   };
   if (any(keep_)) return nullptr;

@@ -29,6 +29,18 @@ QuantScheme read_quantization(const JsonValue& q, const std::string& where);
 
 bool module_matches(const std::string& pattern, const std::string& module);
 
+// One compiled pattern: a plain dotted name is matched on component boundaries without a regex
+// (configs list thousands of them); wildcards and "re:" patterns use std::regex.
+class ModulePattern {
+ public:
+  ModulePattern(const std::string& pattern, const std::string& where);
+  bool matches(const std::string& module) const;
+
+ private:
+  std::string plain_;  // empty when re_ is used
+  std::regex re_;
+};
+
 // Adds up parameters and their stored bits, one weight at a time.
 class WeightTally {
  public:
@@ -48,12 +60,12 @@ class WeightTally {
  private:
   struct Group {
     const QuantGroup* group;
-    std::vector<std::regex> named;  // targets other than "Linear"
+    std::vector<ModulePattern> named;  // targets other than "Linear"
     bool all_linear;
   };
   const QuantGroup* group_for(const std::string& module) const;  // nullptr: kept unquantised
   const QuantScheme& q_;
-  std::vector<std::regex> keep_;
+  std::vector<ModulePattern> keep_;
   std::vector<Group> groups_;
   int64_t quantized_ = 0;
   int64_t kept_ = 0;
