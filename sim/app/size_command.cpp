@@ -20,7 +20,12 @@ namespace {
 
 po::options_description size_options() {
   po::options_description d(
-      "kvsim size CONFIG.json... [options]\n\nExact KV cache, state, weights and capacity per model");
+      "kvsim size CONFIG.json... [options]\n\n"
+      "Exact KV cache, state, weights and capacity per model. Weights follow the config's quantization_config.\n"
+      "A context past max_position_embeddings is a warning naming the RoPE scaling that would allow it; with --gpu,\n"
+      "a model with no room for one request says 'does not fit' and how many GPUs (and which --tp) it needs; a model\n"
+      "whose every layer slides shows its bytes per token inside the window (marked *). A config that fails does\n"
+      "not stop the others: its error follows them and the exit code is 2.\n\nOptions");
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
@@ -29,7 +34,11 @@ po::options_description size_options() {
      "vLLM; fp8 is per-tensor scaled; sparse MLA with fp8 uses vLLM's fp8_ds_mla row)")
     ("state-dtype", po::value<std::string>()->default_value("auto"),
      "recurrent state dtype: auto (vLLM's per-model rule) | bf16 | fp16 | fp32 | mixed (conv bf16, ssm fp32)")
-    ("weight-dtype", po::value<std::string>(), "weight dtype for weight bytes (default bf16): bf16|fp16|fp8|fp4|fp32")
+    ("weight-dtype", po::value<std::string>()->default_value("auto"),
+     "weight dtype for weight bytes: auto|bf16|fp16|fp8|int4|mxfp4|nvfp4|fp4|fp32. auto: as the config's "
+     "quantization_config stores them (fp8 blocks, mxfp4, nvfp4, compressed-tensors int4, gptq/awq; scales counted; "
+     "embeddings, lm_head, norms, routers and the modules it lists as not converted stay bf16), bf16 without one. "
+     "A dtype overrides the config and puts every weight in it (mxfp4 4.25 bits, nvfp4 4.5, int4 4.125 with scales)")
     ("context", po::value<std::vector<int64_t>>()->composing(),
      "context length in tokens; repeat for several (default 8192, 32768, 131072)")
     ("images", po::value<int>()->default_value(0), "images per request (vision-language configs)")
@@ -113,7 +122,7 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   opt.kv_dtype = vm["kv-dtype"].as<std::string>();
   if (opt.kv_dtype != "auto") parse_dtype(opt.kv_dtype, "--kv-dtype");  // reject a bad name before any file is read
   opt.state_dtype = vm["state-dtype"].as<std::string>();
-  if (vm.count("weight-dtype")) opt.weight_dtype = parse_dtype(vm["weight-dtype"].as<std::string>(), "--weight-dtype");
+  opt.weight_dtype = resolve_weight_dtype(vm["weight-dtype"].as<std::string>(), "--weight-dtype");
   opt.contexts =
       vm.count("context") ? vm["context"].as<std::vector<int64_t>>() : std::vector<int64_t>{8192, 32768, 131072};
   for (int64_t c : opt.contexts) {
@@ -158,12 +167,23 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm["recompute"].as<bool>() && !vm.count("gpu")) throw InputError("--recompute needs --gpu");
   if (vm["recompute-chunk"].as<int64_t>() < 1) throw InputError("--recompute-chunk must be >= 1");
   if (vm.count("tier") && !vm["recompute"].as<bool>()) throw InputError("--tier needs --recompute");
+  // A config that fails does not stop the others: they are printed, the errors follow on stderr, and
+  // the exit code is 2. With no config left there is nothing to print: the (last) error is thrown.
   std::vector<SizeReport> reports;
+  std::vector<std::string> errors;
   for (const auto& path : vm["config"].as<std::vector<std::string>>()) {
-    ModelSpec spec = read_model_config(path);
-    if (opt.cla > 1) apply_cla(spec, opt.cla);
-    if (opt.yoco_window > 0) apply_yoco(spec, opt.yoco_window);
-    reports.push_back(build_size_report(spec, opt));
+    try {
+      ModelSpec spec = read_model_config(path);
+      if (opt.cla > 1) apply_cla(spec, opt.cla);
+      if (opt.yoco_window > 0) apply_yoco(spec, opt.yoco_window);
+      reports.push_back(build_size_report(spec, opt));
+    } catch (const InputError& e) {
+      errors.push_back(e.what());
+    }
+  }
+  if (reports.empty()) {
+    for (size_t i = 0; i + 1 < errors.size(); ++i) std::cerr << "kvsim: error: " << errors[i] << "\n";
+    throw InputError(errors.back());
   }
   if (format == "json")
     print_size_json(reports, opt, out);
@@ -183,7 +203,10 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
     if (chunk < 1) throw InputError("--recompute-chunk must be >= 1");
     for (const SizeReport& r : reports) print_recompute_section(r, opt, hw_dir, tiers, chunk, out);
   }
-  return 0;
+  if (errors.empty()) return 0;
+  out.flush();
+  for (const auto& e : errors) std::cerr << "kvsim: error: " << e << "\n";
+  return 2;
 }
 
 }  // namespace kvsim

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "sim/app/size_checks.h"
 #include "sim/core/errors.h"
 #include "sim/core/units.h"
 #include "sim/model/json.h"
@@ -16,16 +17,21 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
   r.spec = spec;
   r.kv_dtype = resolve_kv_dtype(spec, opt.kv_dtype, "--kv-dtype");
   r.state_dtypes = resolve_state_dtypes(spec, opt.state_dtype);
-  r.weight_dtype = opt.weight_dtype.value_or(DType::kBf16);
+  r.weight_dtype = served_weight_dtype(spec, opt.weight_dtype);
+  r.weight_format = weight_format(spec, opt.weight_dtype);
   r.kv_bytes_per_token = kv_bytes_per_token(spec, r.kv_dtype);
   r.kv_bytes_per_token_bf16 = kv_bytes_per_token(spec, DType::kBf16);
   r.kv_bytes_per_token_fp8 = kv_bytes_per_token(spec, DType::kFp8);
   r.window_bytes_max = window_bytes_max(spec, r.kv_dtype);
+  r.window_bytes_per_token = window_bytes_per_token(spec, r.kv_dtype);
+  for (const auto& l : spec.layers)
+    if (l.kind == LayerKind::kSlidingWindow && (r.window_min == 0 || l.attn.window < r.window_min))
+      r.window_min = l.attn.window;
   r.state_bytes_per_request = state_bytes_per_request(spec, r.state_dtypes);
   r.state_bytes_bf16 = state_bytes_per_request(spec, {DType::kBf16, DType::kBf16});
   r.state_token_equivalent =
       r.kv_bytes_per_token > 0 ? static_cast<double>(r.state_bytes_per_request) / r.kv_bytes_per_token : 0.0;
-  r.weight_bytes = weight_bytes(spec, r.weight_dtype);
+  r.weight_bytes = weight_bytes(spec, opt.weight_dtype);
   const int tp = opt.par.tp;
   r.kv_bytes_per_token_per_gpu = kv_bytes_per_token(spec, r.kv_dtype, tp);
   r.window_bytes_max_per_gpu = window_bytes_max(spec, r.kv_dtype, tp);
@@ -85,6 +91,8 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
     }
     r.contexts.push_back(row);
   }
+  if (opt.gpu) check_fit(spec, opt, r);
+  add_context_warnings(spec, r);
   return r;
 }
 
@@ -120,6 +128,12 @@ std::string group_digits(int64_t v) {
   return (v < 0 ? "-" : "") + s;
 }
 
+std::string csv_quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
 std::string pad(const std::string& s, size_t w, bool right = true) {
   if (s.size() >= w) return s;
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
@@ -136,9 +150,13 @@ void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions&
       << pad("block", 7);
   for (int64_t c : opt.contexts) out << pad("@" + group_digits(c), 14);
   out << "\n";
+  bool all_sliding_note = false;
   for (const auto& r : reports) {
+    // Every layer slides (Mistral-7B v0.1): show what a token costs until the window fills.
+    const bool all_sliding = r.kv_bytes_per_token == 0 && r.window_bytes_per_token > 0;
+    all_sliding_note |= all_sliding;
     out << pad(r.spec.name, 20, false) << "  " << pad(layers_text(r.spec), 38, false) << pad(dtype_name(r.kv_dtype), 11)
-        << pad(group_digits(r.kv_bytes_per_token), 12)
+        << pad(all_sliding ? group_digits(r.window_bytes_per_token) + "*" : group_digits(r.kv_bytes_per_token), 12)
         << pad(r.window_bytes_max ? format_bytes(r.window_bytes_max) : "-", 12)
         << pad(r.state_bytes_per_request ? format_bytes(r.state_bytes_per_request) : "-", 12)
         << pad(r.state_token_equivalent > 0 ? group_digits(std::llround(r.state_token_equivalent)) : "-", 10)
@@ -147,15 +165,28 @@ void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions&
     for (const auto& c : r.contexts) out << pad(format_bytes(c.bytes), 14);
     out << "\n";
   }
+  if (all_sliding_note)
+    out << "* every layer slides: bytes per token while the context is inside the window; the window cap is the most "
+           "a request ever holds\n";
+  for (const auto& r : reports)
+    for (const auto& w : r.warnings) out << "warning: " << w << "\n";
   for (const auto& r : reports) {
     const bool detail = opt.gpu || opt.link || opt.images > 0 || reports.size() == 1 || opt.par.tp > 1;
     if (!detail) continue;
     out << "\n" << r.spec.name << " (" << r.spec.path << ")\n";
     out << "  layers: " << layers_text(r.spec) << "\n";
-    out << "  KV bytes per token: " << group_digits(r.kv_bytes_per_token) << " (BF16 "
-        << group_digits(r.kv_bytes_per_token_bf16) << ", FP8 " << group_digits(r.kv_bytes_per_token_fp8) << ")\n";
+    if (r.kv_bytes_per_token == 0 && r.window_bytes_per_token > 0)
+      out << "  KV bytes per token: " << group_digits(r.window_bytes_per_token) << " inside the "
+          << group_digits(r.window_min) << "-token window (BF16 "
+          << group_digits(window_bytes_per_token(r.spec, DType::kBf16)) << ", FP8 "
+          << group_digits(window_bytes_per_token(r.spec, DType::kFp8)) << "), 0 past it: every layer slides\n";
+    else
+      out << "  KV bytes per token: " << group_digits(r.kv_bytes_per_token) << " (BF16 "
+          << group_digits(r.kv_bytes_per_token_bf16) << ", FP8 " << group_digits(r.kv_bytes_per_token_fp8) << ")\n";
     if (r.window_bytes_max)
-      out << "  window layers hold at most " << format_bytes(r.window_bytes_max) << " per request\n";
+      out << "  window layers hold at most " << format_bytes(r.window_bytes_max) << " per request ("
+          << group_digits(r.window_bytes_per_token) << " B/token until the " << group_digits(r.window_min)
+          << "-token window fills" << (r.kv_bytes_per_token == 0 ? ", then nothing more grows" : "") << ")\n";
     if (r.state_bytes_per_request)
       out << "  fixed state per request: " << format_bytes(r.state_bytes_per_request) << " (conv "
           << dtype_name(r.state_dtypes.conv) << ", ssm " << dtype_name(r.state_dtypes.ssm) << "; BF16 "
@@ -164,7 +195,7 @@ void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions&
           << "\n";
     out << "  parameters: " << group_digits(r.spec.params) << " (active " << group_digits(r.spec.active_params)
         << (r.spec.vision_params ? ", vision " + group_digits(r.spec.vision_params) : "") << "), weights "
-        << format_bytes(r.weight_bytes) << " in " << dtype_name(r.weight_dtype) << "\n";
+        << format_bytes(r.weight_bytes) << " in " << r.weight_format << "\n";
     out << "  engine block size: " << r.block_size << " tokens; " << r.layout.describe() << "\n";
     if (opt.par.tp > 1 || opt.par.dcp > 1)
       out << "  per GPU (tp " << opt.par.tp << ", dcp " << opt.par.dcp << "): KV "
@@ -178,9 +209,20 @@ void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions&
       const auto& m = *r.memory;
       out << "  " << opt.gpu->name << ": " << format_bytes(m.total) << " total; " << engine_name(opt.engine)
           << " fraction " << fmt("%.2f", r.memory_fraction) << " -> " << format_bytes(m.engine_share) << "; weights "
-          << format_bytes(m.weights) << "; activation + CUDA graph reserve " << format_bytes(m.reserve) << "; KV cache "
-          << format_bytes(m.kv_available) << " = " << group_digits(r.layout.num_blocks) << " blocks\n";
-      if (m.kv_available <= 0) out << "  the model does not fit on this GPU at this TP size\n";
+          << format_bytes(m.weights) << "; activation + CUDA graph reserve " << format_bytes(m.reserve)
+          << "; KV cache ";
+      if (m.kv_available > 0)
+        out << format_bytes(m.kv_available) << " = " << group_digits(r.layout.num_blocks) << " blocks\n";
+      else
+        out << "none (weights and reserve exceed the engine's share by " << format_bytes(-m.kv_available) << ")\n";
+      if (!r.fits)
+        out << "  does not fit: " << opt.gpu->name << " at tp " << opt.par.tp
+            << " has no room for one request of the longest context; "
+            << (r.gpus_needed > 0 ? "it needs the memory of " + std::to_string(r.gpus_needed) + " GPUs" : "")
+            << (r.tp_needed > 0 ? "; the smallest TP size that splits its heads and fits is --tp " +
+                                      std::to_string(r.tp_needed) + " (" + std::to_string(r.tp_needed) + " GPUs)"
+                                : "")
+            << (r.gpus_needed == 0 ? std::string("not even 1,024 GPUs are enough") : "") << "\n";
     }
     out << "  " << pad("context", 10) << pad("exact", 14) << pad("padded", 14);
     if (opt.par.tp > 1 || opt.par.dcp > 1) out << pad("per GPU", 14);
@@ -217,15 +259,18 @@ void print_size_json(const std::vector<SizeReport>& reports, const SizeOptions& 
       << ", \"kv_bytes_per_token_bf16\": " << r.kv_bytes_per_token_bf16
       << ", \"kv_bytes_per_token_fp8\": " << r.kv_bytes_per_token_fp8
       << ", \"window_bytes_max\": " << r.window_bytes_max
+      << ", \"window_bytes_per_token\": " << r.window_bytes_per_token
       << ", \"state_bytes_per_request\": " << r.state_bytes_per_request
       << ", \"state_dtype\": {\"conv\": " << json_quote(dtype_name(r.state_dtypes.conv))
       << ", \"ssm\": " << json_quote(dtype_name(r.state_dtypes.ssm))
       << "}, \"state_bytes_bf16\": " << r.state_bytes_bf16
       << ", \"state_token_equivalent\": " << json_number(r.state_token_equivalent) << ", \"params\": " << r.spec.params
       << ", \"active_params\": " << r.spec.active_params << ", \"vision_params\": " << r.spec.vision_params
-      << ", \"weight_dtype\": " << json_quote(dtype_name(r.weight_dtype)) << ", \"weight_bytes\": " << r.weight_bytes
-      << ", \"block_size\": " << r.block_size << ", \"tp\": " << opt.par.tp << ", \"dcp\": " << opt.par.dcp
-      << ", \"per_gpu\": {\"kv_bytes_per_token\": " << r.kv_bytes_per_token_per_gpu
+      << ", \"weight_dtype\": " << json_quote(dtype_name(r.weight_dtype))
+      << ", \"weight_format\": " << json_quote(r.weight_format)
+      << ", \"quantized_params\": " << (opt.weight_dtype ? 0 : r.spec.quantized_params)
+      << ", \"weight_bytes\": " << r.weight_bytes << ", \"block_size\": " << r.block_size << ", \"tp\": " << opt.par.tp
+      << ", \"dcp\": " << opt.par.dcp << ", \"per_gpu\": {\"kv_bytes_per_token\": " << r.kv_bytes_per_token_per_gpu
       << ", \"window_bytes_max\": " << r.window_bytes_max_per_gpu
       << ", \"state_bytes_per_request\": " << r.state_bytes_per_gpu << ", \"weight_bytes\": " << r.weight_bytes_per_gpu
       << "}, \"kv_cache_groups\": " << r.layout.groups.size();
@@ -235,8 +280,14 @@ void print_size_json(const std::vector<SizeReport>& reports, const SizeOptions& 
         << ", \"engine\": " << json_quote(engine_name(opt.engine)) << ", \"memory_bytes\": " << m.total
         << ", \"memory_fraction\": " << json_number(r.memory_fraction) << ", \"engine_share_bytes\": " << m.engine_share
         << ", \"weight_bytes\": " << m.weights << ", \"reserve_bytes\": " << m.reserve
-        << ", \"kv_bytes\": " << m.kv_available << ", \"num_blocks\": " << r.layout.num_blocks << "}";
+        << ", \"kv_bytes\": " << std::max<int64_t>(0, m.kv_available) << ", \"num_blocks\": " << r.layout.num_blocks
+        << ", \"fits\": " << (r.fits ? "true" : "false") << ", \"gpus_needed\": " << r.gpus_needed
+        << ", \"tp_needed\": " << r.tp_needed << ", \"shortfall_bytes\": " << std::max<int64_t>(0, -m.kv_available)
+        << "}";
     }
+    o << ", \"warnings\": [";
+    for (size_t w = 0; w < r.warnings.size(); ++w) o << (w ? ", " : "") << json_quote(r.warnings[w]);
+    o << "]";
     if (r.image_tokens_total)
       o << ", \"images\": {\"count\": " << opt.images << ", \"width\": " << opt.image_width
         << ", \"height\": " << opt.image_height << ", \"tokens_per_image\": " << r.image_tokens_each
@@ -267,7 +318,7 @@ void print_size_json(const std::vector<SizeReport>& reports, const SizeOptions& 
 void print_size_csv(const std::vector<SizeReport>& reports, const SizeOptions& opt, std::ostream& out) {
   out << "name,layers,kv_dtype,kv_bytes_per_token,kv_bytes_per_token_bf16,kv_bytes_per_token_fp8,window_bytes_max,"
          "state_bytes_per_request,state_token_equivalent,params,weight_bytes,block_size,tp,context,bytes,bytes_padded,"
-         "bytes_per_gpu,max_concurrent,transfer_s\n";
+         "bytes_per_gpu,max_concurrent,transfer_s,warning\n";
   for (const auto& r : reports) {
     for (const auto& c : r.contexts) {
       out << r.spec.name << ",\"" << layers_text(r.spec) << "\"," << dtype_name(r.kv_dtype) << ","
@@ -276,7 +327,8 @@ void print_size_csv(const std::vector<SizeReport>& reports, const SizeOptions& o
           << "," << r.spec.params << "," << r.weight_bytes << "," << r.block_size << "," << opt.par.tp << ","
           << c.tokens << "," << c.bytes << "," << c.bytes_padded << "," << c.bytes_padded_per_gpu << ","
           << (c.max_concurrent ? std::to_string(*c.max_concurrent) : "") << ","
-          << (c.transfer_s ? json_number(*c.transfer_s) : "") << "\n";
+          << (c.transfer_s ? json_number(*c.transfer_s) : "") << ","
+          << (r.warnings.empty() ? "" : csv_quote(r.warnings.front())) << "\n";
     }
   }
 }

@@ -6,6 +6,7 @@
 
 #include "sim/core/errors.h"
 #include "sim/model/params.h"
+#include "sim/model/quantization.h"
 
 namespace kvsim {
 namespace {
@@ -268,6 +269,19 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
 
   AttentionShape a = gqa_shape(c, spec);
   const int64_t window = c.integer_or("sliding_window", 0, 0, INT_MAX);
+  // Gemma-4: full-attention (global) layers have heads and width of their own, and with
+  // attention_k_eq_v their keys double as values (HF Gemma4TextAttention: no v_proj there).
+  AttentionShape global = a;
+  if (c.has("num_global_key_value_heads") || c.has("global_head_dim")) {
+    global.num_kv_heads =
+        static_cast<int>(c.integer_or("num_global_key_value_heads", a.num_kv_heads, 1, spec.num_attention_heads));
+    if (spec.num_attention_heads % global.num_kv_heads != 0)
+      c.fail("num_global_key_value_heads", "(" + std::to_string(global.num_kv_heads) +
+                                               ") must divide num_attention_heads (" +
+                                               std::to_string(spec.num_attention_heads) + ")");
+    global.head_dim = static_cast<int>(c.integer_or("global_head_dim", a.head_dim, 1, kMaxDim));
+  }
+  global.k_eq_v = c.boolean_or("attention_k_eq_v", false);
 
   // layer_types: gpt-oss, Qwen3.5, Gemma-3 and newer configs state every layer.
   if (const JsonValue* lt = c.get("layer_types")) {
@@ -281,7 +295,7 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
       const JsonValue& t = lt->array()[i];
       const std::string s = t.is_string() ? t.str() : "";
       if (s == "full_attention" || s == "attention") {
-        spec.layers[i] = attention_layer(a, 0);
+        spec.layers[i] = attention_layer(global, 0);
       } else if (s == "sliding_attention" || s == "sliding_window") {
         if (window <= 0) c.missing("sliding_window");
         spec.layers[i] = attention_layer(a, static_cast<int>(window));
@@ -336,6 +350,21 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
   }
 }
 
+// rope_scaling (or a flat rope_parameters) for the context-length warning of `kvsim size`.
+void read_rope(const ConfigView& c, ModelSpec& spec) {
+  const JsonValue* r = c.get("rope_scaling");
+  if (!r) r = c.get("rope_parameters");
+  if (!r || !r->is_object()) return;
+  const JsonValue* type = r->find("rope_type");
+  if (!type) type = r->find("type");
+  if (type && type->is_string()) spec.rope_type = type->str();
+  if (const JsonValue* f = r->find("factor"); f && f->is_number() && f->number() > 0 && f->number() < 1e6)
+    spec.rope_factor = f->number();
+  if (const JsonValue* o = r->find("original_max_position_embeddings");
+      o && o->is_number() && o->number() > 0 && o->number() < 1e12)
+    spec.rope_original_max_position_embeddings = static_cast<int64_t>(o->number());
+}
+
 }  // namespace
 
 ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const std::string& name) {
@@ -374,8 +403,8 @@ ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const
       c.integer_or("n_routed_experts", c.integer_or("num_local_experts", 0, 0, kMaxExperts), 0, kMaxExperts), 0,
       kMaxExperts));
   if (spec.num_experts > 0) {
-    spec.experts_per_token =
-        static_cast<int>(c.integer_any({"num_experts_per_tok", "experts_per_token"}, 1, spec.num_experts));
+    spec.experts_per_token = static_cast<int>(
+        c.integer_any({"num_experts_per_tok", "experts_per_token", "top_k_experts"}, 1, spec.num_experts));
     spec.moe_intermediate_size = c.integer_or("moe_intermediate_size", spec.intermediate_size, 0, kMaxFfn);
     spec.shared_expert_intermediate_size = c.integer_or("shared_expert_intermediate_size", 0, 0, kMaxFfn);
     if (c.has("n_shared_experts"))
@@ -392,6 +421,20 @@ ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const
     spec.has_vision = true;
     spec.vision_patch_size = static_cast<int>(v.integer("patch_size", 1, 1 << 10));
     spec.vision_spatial_merge = static_cast<int>(v.integer_or("spatial_merge_size", 1, 1, 8));
+    // Kimi-K2.5 (MoonViT): merge_kernel_size [2, 2] folds 2 x 2 patches into one LLM token.
+    if (const JsonValue* mk = v.get("merge_kernel_size")) {
+      if (!mk->is_array() || mk->array().size() != 2 || !mk->array()[0].is_integer() ||
+          mk->array()[0].integer() != mk->array()[1].integer() || mk->array()[0].integer() < 1 ||
+          mk->array()[0].integer() > 8)
+        v.fail("merge_kernel_size", "must be [k, k] with k in [1, 8]");
+      spec.vision_spatial_merge = static_cast<int>(mk->array()[0].integer());
+    }
+    // Gemma-3 / Gemma-4: every image becomes a fixed number of soft tokens, whatever its size.
+    spec.vision_soft_tokens_per_image = top.integer_or(
+        "vision_soft_tokens_per_image", top.integer_or("mm_tokens_per_image", 0, 0, 1 << 20), 0, 1 << 20);
+    for (const char* k : {"vt_hidden_size", "vt_num_hidden_layers", "vt_intermediate_size", "init_pos_emb_height",
+                          "init_pos_emb_width", "init_pos_emb_time", "text_hidden_size"})
+      v.integer_or(k, 0, 0, kMaxFfn);  // read by the parameter count (MoonViT)
     // Read by the parameter count.
     v.integer_or("hidden_size", 0, 0, kMaxDim);
     v.integer_or("depth", 0, 0, kMaxLayers >> 4);
@@ -400,6 +443,12 @@ ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const
     v.integer_or("in_channels", 3, 1, 16);
     v.integer_or("num_position_embeddings", 0, 0, kMaxFfn);
     v.integer_or("out_hidden_size", spec.hidden_size, 1, kMaxHidden);
+  }
+  read_rope(c, spec);
+  {
+    const JsonValue* q = cfg.find("quantization_config");
+    if (!q || q->is_null()) q = doc.find("quantization_config");
+    if (q && !q->is_null()) spec.quant = read_quantization(*q, source + ": quantization_config");
   }
   count_params(doc, cfg, spec);
   return spec;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/model/dtype.h"
+
 namespace kvsim {
 
 enum class LayerKind {
@@ -32,6 +34,7 @@ struct AttentionShape {
   int index_head_dim = 0;  // sparse MLA indexer key width
   int index_n_heads = 0;   // sparse MLA indexer heads
   int index_topk = 0;      // sparse MLA: keys each query reads (DeepSeek-V3.2 index_topk)
+  bool k_eq_v = false;     // keys double as values (Gemma-4 attention_k_eq_v global layers): one row, not two
 };
 
 // Fixed state of one layer for one request, in elements, at tensor-parallel size 1.
@@ -55,6 +58,39 @@ struct LayerSpec {
   int reads_cache_of = -1;
 };
 
+// One way of storing linear weights (a compressed-tensors config group, or the whole scheme).
+struct QuantGroup {
+  std::string format;          // what kvsim understood, e.g. "fp8 block 128x128", "int4 group 32"
+  DType dtype = DType::kBf16;  // element format of the quantised weights
+  int value_bits = 16;         // bits per stored value
+  int group_size = 0;          // values per scale along a row (the input dimension); -1 one per row; 0 none
+  int block_rows = 0;          // 2-D block scales (FP8 weight_block_size [rows, cols]); 0 = none
+  int block_cols = 0;
+  int scale_bits = 0;         // bits per group or block scale
+  int zero_point_bits = 0;    // asymmetric integer schemes: one zero point per group
+  int tensor_scale_bits = 0;  // one scale per tensor (FP8 per-tensor; NVFP4's global FP32 scale)
+  // What this group applies to: "Linear" (every linear layer), module names or "re:" patterns.
+  std::vector<std::string> targets;
+};
+
+// How a checkpoint stores its weights, from config.json's quantization_config (sim/model/quantization.h).
+// Linear-layer weights are quantised unless a `keep` pattern names them; embeddings, lm_head, norms,
+// biases and routers always stay in the checkpoint's 16-bit dtype.
+struct QuantScheme {
+  std::string method;              // quant_method as written ("fp8", "mxfp4", "compressed-tensors"); "" = none
+  bool understood = true;          // false: a method kvsim cannot size (weights then need --weight-dtype)
+  std::vector<QuantGroup> groups;  // compressed-tensors: one per config group, in order; else one
+  std::vector<std::string> keep;   // modules_to_not_convert / ignore / exclude_modules patterns
+  bool quantized() const { return !method.empty(); }
+  // The first group's dtype and the groups' formats joined with " + " (summary for reports).
+  DType dtype() const { return groups.empty() ? DType::kBf16 : groups.front().dtype; }
+  std::string format() const {
+    std::string f;
+    for (const auto& g : groups) f += (f.empty() ? "" : " + ") + g.format;
+    return f;
+  }
+};
+
 struct ModelSpec {
   std::string name;  // file stem, e.g. "qwen3-8b"
   std::string path;
@@ -68,6 +104,10 @@ struct ModelSpec {
   int64_t vocab_size = 0;
   int64_t intermediate_size = 0;
   int64_t max_position_embeddings = 0;  // 0 when the config has none
+  // rope_scaling as the config states it ("" / 0 when absent): what stretched the trained context.
+  std::string rope_type;
+  double rope_factor = 0;
+  int64_t rope_original_max_position_embeddings = 0;
   bool tie_word_embeddings = false;
 
   // Mixture of experts (0 when dense).
@@ -91,6 +131,13 @@ struct ModelSpec {
   int vision_patch_size = 0;
   int vision_spatial_merge = 0;
   int64_t vision_params = 0;
+  int64_t vision_soft_tokens_per_image = 0;  // fixed tokens per image (Gemma-3/4); 0 = from the image size
+
+  // Weights as the checkpoint stores them: quantised parameters and the bytes of every parameter
+  // (values and scales; the rest in 16 bits). Without a quantization_config, 2 x (params + vision).
+  QuantScheme quant;
+  int64_t quantized_params = 0;
+  int64_t checkpoint_weight_bytes = 0;
 
   int count(LayerKind k) const;
   bool is_hybrid() const;  // attention layers and state layers both present

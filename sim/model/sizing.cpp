@@ -94,7 +94,7 @@ double attention_bytes_per_token(const LayerSpec& l, DType kv, int tp) {
     case LayerKind::kSlidingWindow: {
       // vLLM get_num_kv_heads: max(1, kv_heads // tp); heads are replicated beyond kv_heads ranks.
       const int heads = std::max(1, l.attn.num_kv_heads / tp);
-      return 2.0 * heads * l.attn.head_dim * b;
+      return (l.attn.k_eq_v ? 1.0 : 2.0) * heads * l.attn.head_dim * b;
     }
     case LayerKind::kMla:
       // One latent + rope row per token, replicated on every TP rank.
@@ -156,7 +156,47 @@ int64_t state_bytes_per_request(const ModelSpec& spec, const StateDtypes& dt, in
 }
 
 int64_t weight_bytes(const ModelSpec& spec, DType weight) {
-  return (spec.params + spec.vision_params) * dtype_bits(weight) / 8;
+  const int64_t n = spec.params + spec.vision_params;
+  switch (weight) {
+    case DType::kMxfp4:
+      return n / 2 + cdiv(n, 32);  // + one 1-byte E8M0 scale per 32
+    case DType::kNvfp4:
+      return n / 2 + cdiv(n, 16);  // + one 1-byte FP8 scale per 16
+    case DType::kInt4:
+      return n / 2 + cdiv(n, 128) * 2;  // + one 2-byte BF16 scale per 128
+    default:
+      return n * dtype_bits(weight) / 8;
+  }
+}
+
+int64_t weight_bytes(const ModelSpec& spec, std::optional<DType> weight) {
+  if (weight) return weight_bytes(spec, *weight);
+  if (spec.quant.quantized() && !spec.quant.understood)
+    throw InputError(spec.path + ": quantization_config.quant_method '" + spec.quant.method +
+                     "' is not understood (known: fp8, mxfp4, nvfp4, modelopt, compressed-tensors, gptq, awq); "
+                     "give the weight dtype (--weight-dtype or engine.weight_dtype)");
+  return spec.checkpoint_weight_bytes;
+}
+
+std::optional<DType> resolve_weight_dtype(const std::string& text, const std::string& what) {
+  if (text == "auto") return std::nullopt;
+  return parse_weight_dtype(text, what);
+}
+
+DType served_weight_dtype(const ModelSpec& spec, std::optional<DType> weight) {
+  if (weight) return *weight;
+  return spec.quant.quantized() && spec.quant.understood ? spec.quant.dtype() : DType::kBf16;
+}
+
+std::string weight_format(const ModelSpec& spec, std::optional<DType> weight) {
+  if (weight) return dtype_name(*weight);
+  if (!spec.quant.quantized()) return "bf16";
+  const int64_t total = spec.params + spec.vision_params;
+  const double share = total > 0 ? 100.0 * spec.quantized_params / total : 0.0;
+  std::ostringstream o;
+  o.precision(1);
+  o << std::fixed << spec.quant.format() << " (" << share << "% of parameters; the rest bf16), from quantization_config";
+  return o.str();
 }
 
 int64_t request_bytes(const ModelSpec& spec, int64_t context, DType kv, const StateDtypes& dt, const Parallel& par) {
@@ -368,6 +408,7 @@ MemoryBudget kv_memory(int64_t gpu_memory, int64_t weight_bytes_per_gpu, const M
 
 int64_t image_tokens(const ModelSpec& spec, int width, int height) {
   if (!spec.has_vision) return 0;
+  if (spec.vision_soft_tokens_per_image > 0) return spec.vision_soft_tokens_per_image;
   const int64_t factor = static_cast<int64_t>(spec.vision_patch_size) * spec.vision_spatial_merge;
   auto round_side = [&](int64_t side) {
     return std::max<int64_t>(factor, static_cast<int64_t>(std::llround(static_cast<double>(side) / factor)) * factor);

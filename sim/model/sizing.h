@@ -4,6 +4,7 @@
 // decode-context-parallel splits, and capacity under each engine's memory rule.
 // Sources: shared/reference/model-sizing.md (formulas) and vllm-semantics.md sections 1, 4 and 7.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "sim/model/dtype.h"
@@ -55,7 +56,18 @@ int64_t window_bytes_max(const ModelSpec& spec, DType kv, int tp = 1);
 // Bytes per token of the sliding-window layers together (before the window fills).
 int64_t window_bytes_per_token(const ModelSpec& spec, DType kv, int tp = 1);
 int64_t state_bytes_per_request(const ModelSpec& spec, const StateDtypes& dt, int tp = 1);
+// Every parameter in `weight` (--weight-dtype): int4, mxfp4 and nvfp4 with their scales (dtype.h).
 int64_t weight_bytes(const ModelSpec& spec, DType weight);
+// nullopt ("auto"): the checkpoint as config.json's quantization_config stores it, with scales and
+// the unquantised modules in 16 bits (spec.checkpoint_weight_bytes); 2 bytes per parameter without one.
+// Throws InputError for a quantization method kvsim does not understand.
+int64_t weight_bytes(const ModelSpec& spec, std::optional<DType> weight);
+// "auto" -> nullopt, else parse_weight_dtype(text, what).
+std::optional<DType> resolve_weight_dtype(const std::string& text, const std::string& what);
+// The one dtype latency models see: the override, else the quantised weights' format, else BF16.
+DType served_weight_dtype(const ModelSpec& spec, std::optional<DType> weight);
+// "mxfp4 group 32 (98.1% of parameters; the rest bf16), from quantization_config", or the dtype name.
+std::string weight_format(const ModelSpec& spec, std::optional<DType> weight);
 
 // One request at `context` tokens, exact (no paging), on one rank.
 int64_t request_bytes(const ModelSpec& spec, int64_t context, DType kv, const StateDtypes& dt, const Parallel& par);
@@ -99,7 +111,8 @@ struct MemoryBudget {
 MemoryBudget kv_memory(int64_t gpu_memory, int64_t weight_bytes_per_gpu, const MemoryRule& rule);
 
 // Image tokens of a vision-language config: Qwen-VL smart_resize rounds each side to a multiple
-// of patch x merge, one LLM token per (patch x merge)^2 pixels (wrapper tokens not included).
+// of patch x merge, one LLM token per (patch x merge)^2 pixels (wrapper tokens not included); Kimi's
+// merge_kernel_size is the merge. Gemma's vision_soft_tokens_per_image is a fixed count per image.
 int64_t image_tokens(const ModelSpec& spec, int width, int height);
 
 }  // namespace kvsim

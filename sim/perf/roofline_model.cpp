@@ -33,7 +33,7 @@ bool is_state_layer(LayerKind k) {
 
 double weight_peak(const GpuSpec& g, DType w) {
   if ((w == DType::kFp8 || w == DType::kFp8DsMla) && g.fp8_flops > 0) return g.fp8_flops;
-  if (w == DType::kFp4 && g.fp4_flops > 0) return g.fp4_flops;
+  if (is_fp4(w) && g.fp4_flops > 0) return g.fp4_flops;
   return g.bf16_flops;
 }
 

@@ -188,3 +188,110 @@ TEST(SizeOutput, EssaySideBySideTableOfAllTwelveModels) {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+std::string write_config(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kvsim_size_cfg_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// Mistral-7B-v0.1's shape (every layer slides over 4,096 tokens; 32 layers, 8 KV heads of 128).
+const char* kMistral =
+    R"({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+        "num_hidden_layers": 32, "num_key_value_heads": 8, "sliding_window": 4096, "max_position_embeddings": 32768,
+        "vocab_size": 32000, "tie_word_embeddings": false})";
+
+TEST(SizeQuantized, GptOssWeightsFollowItsMxfp4Config) {
+  auto r = testing::run_kvsim("size models/gpt-oss-120b.json --context 8192 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const JsonValue m = parse_json(r.out, "stdout").array()[0];
+  // tests/model/quantization_test.cpp: 57,330,892,800 B of 4-bit experts + 3,583,180,800 B of E8M0
+  // scales + 2,167,371,072 BF16 parameters x 2.
+  EXPECT_EQ(m.find("weight_bytes")->integer(), 57330892800LL + 3583180800LL + 2167371072LL * 2);
+  EXPECT_EQ(m.find("weight_dtype")->str(), "mxfp4");
+  auto bf16 = testing::run_kvsim("size models/gpt-oss-120b.json --context 8192 --weight-dtype bf16 --format json");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.out;
+  EXPECT_EQ(parse_json(bf16.out, "stdout").array()[0].find("weight_bytes")->integer(), 116829156672LL * 2);
+}
+
+TEST(SizeWarnings, ContextPastMaxPositionEmbeddingsSaysWhichRopeScaling) {
+  // Gemma-2-9B's shape: 8,192 positions, no rope_scaling. 131,072 / 8,192 = factor 16.
+  const std::string p = write_config("gemma-2-9b.json", R"({"model_type": "gemma2", "hidden_size": 3584,
+      "num_hidden_layers": 42, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256,
+      "intermediate_size": 14336, "vocab_size": 256000, "sliding_window": 4096, "max_position_embeddings": 8192})");
+  auto r = testing::run_kvsim("size " + p + " --context 131072");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: gemma-2-9b: context 131,072 tokens is longer than max_position_embeddings 8,192"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\"factor\": 16.0"), std::string::npos) << r.out;
+  // At the limit there is nothing to warn about.
+  EXPECT_EQ(testing::run_kvsim("size " + p + " --context 8192").out.find("warning"), std::string::npos);
+  // gpt-oss already scales (YaRN 32 over 4,096 = 131,072): 262,144 needs factor 262,144 / 4,096 = 64.
+  auto g = testing::run_kvsim("size models/gpt-oss-120b.json --context 262144 --format json");
+  ASSERT_EQ(g.exit_code, 0) << g.out;
+  const JsonValue& w = *parse_json(g.out, "stdout").array()[0].find("warnings");
+  ASSERT_EQ(w.array().size(), 1u);
+  EXPECT_NE(w.array()[0].str().find("rope_scaling (yarn, factor 32)"), std::string::npos) << w.array()[0].str();
+  EXPECT_NE(w.array()[0].str().find("\"factor\": 64.0"), std::string::npos) << w.array()[0].str();
+}
+
+TEST(SizeFit, ModelThatDoesNotFitSaysSoAndHowManyGpus) {
+  // DeepSeek-V3 in FP8 on H100 (81,559 MiB): vLLM share ceil(0.92 x 85,520,809,984) = 78,679,145,186 B,
+  // reserve 3.5 GiB (3,758,096,384) leaves 74,921,048,802 B. Weights 673,150,582,112 B; one 8,192-token
+  // request is 128 blocks of 64 x 70,272 B = 575,668,224 B plus the null block (4,497,408 B).
+  //   9 GPUs: 74,794,509,124 B of weights each, 126,539,678 B left: too little.
+  //  10 GPUs: 67,315,058,212 B each, 7.6 GB left: fits. TP must divide the 128 heads: 16.
+  auto r = testing::run_kvsim("size models/deepseek-v3.json --gpu h100-sxm --context 8192");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("does not fit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the memory of 10 GPUs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--tp 16 (16 GPUs)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("KV cache -"), std::string::npos) << r.out;  // no negative KV memory
+  auto j = testing::run_kvsim("size models/deepseek-v3.json --gpu h100-sxm --context 8192 --format json");
+  const JsonValue& gpu = *parse_json(j.out, "stdout").array()[0].find("gpu");
+  EXPECT_FALSE(gpu.find("fits")->boolean());
+  EXPECT_EQ(gpu.find("gpus_needed")->integer(), 10);
+  EXPECT_EQ(gpu.find("tp_needed")->integer(), 16);
+  EXPECT_EQ(gpu.find("kv_bytes")->integer(), 0);
+  // At --tp 16 it fits, and says nothing of the kind.
+  auto ok = testing::run_kvsim("size models/deepseek-v3.json --gpu h100-sxm --context 8192 --tp 16");
+  EXPECT_EQ(ok.out.find("does not fit"), std::string::npos) << ok.out;
+}
+
+TEST(SizeBadInput, OneFailingConfigStillPrintsTheOthersAndExits2) {
+  const std::string bad = write_config("broken.json", R"({"model_type": "llama"})");
+  auto r = testing::run_kvsim("size models/qwen3-8b.json " + bad + " models/llama-2-7b.json --context 4096");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("qwen3-8b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("llama-2-7b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kvsim: error: " + bad + ": missing key 'hidden_size'"), std::string::npos) << r.out;
+  // All failing: the error alone, exit 2.
+  auto all = testing::run_kvsim("size " + bad);
+  EXPECT_EQ(all.exit_code, 2);
+  EXPECT_EQ(count_lines(all.out), 1) << all.out;
+}
+
+TEST(SizeOutput, AllSlidingModelShowsBytesPerTokenInsideTheWindow) {
+  const std::string p = write_config("mistral-7b-v0.1.json", kMistral);
+  auto r = testing::run_kvsim("size " + p + " --context 1000 --context 8192");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // 2 x 8 x 128 x 2 B x 32 layers = 131,072 B per token until 4,096 tokens; the cap 131,072 x 4,096 = 512 MiB.
+  EXPECT_NE(r.out.find("131,072*"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KV bytes per token: 131,072 inside the 4,096-token window"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("512.00 MiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("125.00 MiB"), std::string::npos) << r.out;  // 1,000 x 131,072 B
+  auto j = testing::run_kvsim("size " + p + " --context 1000 --format json");
+  const JsonValue m = parse_json(j.out, "stdout").array()[0];
+  EXPECT_EQ(m.find("kv_bytes_per_token")->integer(), 0);
+  EXPECT_EQ(m.find("window_bytes_per_token")->integer(), 2 * 8 * 128 * 2 * 32);
+  EXPECT_EQ(m.find("window_bytes_max")->integer(), 131072LL * 4096);
+}
+
+}  // namespace
+}  // namespace kvsim
