@@ -37,6 +37,19 @@ struct SimulationResult {
   uint64_t fingerprint = 0;
   double wall_s = 0;
   int64_t skipped_lines = 0;
+  bool interrupted = false;  // stopped by RunOptions::stop before the end
+  double sim_time_s = 0;     // simulated time reached
+};
+
+struct RunOptions {
+  // Keep every request row, step and sample in memory (tests and tools that read them back). kvsim
+  // run streams them to the run file instead, so memory does not grow with the run.
+  bool keep_records = true;
+  std::function<void(int64_t, double)> progress;  // (requests done, simulated seconds)
+  std::function<bool()> stop;                     // checked before every event; true stops the run
+  // The run file, opened before the run (a path that cannot be written fails at once) and filled as it
+  // goes; /meta/complete = false when the run was stopped. Empty: no file.
+  std::string hdf5_path;
 };
 
 // Resolves the engine configuration of the scenario's first pool (the top-level engine and gpu without a
@@ -50,5 +63,7 @@ std::string latency_tables_dir(const std::string& hardware_dir);
 
 // Runs the scenario to the end. `progress(done_requests, sim_seconds)` is called as requests finish.
 SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, double)> progress = {});
+// The same with streaming outputs, an optional run file and a stop check.
+SimulationResult run_simulation(const Scenario& s, const RunOptions& options);
 
 }  // namespace kvsim
