@@ -111,6 +111,9 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
   co.keep_records = options.keep_records;
   co.steps = s.output.steps;
   co.timeseries_interval_s = s.output.timeseries_interval_s;
+  co.exact_request_samples = options.exact_request_samples;
+  co.exact_itl_samples = options.exact_itl_samples;
+  co.chunk_rows = options.chunk_rows;
   if (!options.hdf5_path.empty()) {
     RunFileOptions fo;
     fo.compression = s.output.compression;

@@ -50,6 +50,10 @@ struct RunOptions {
   // The run file, opened before the run (a path that cannot be written fails at once) and filled as it
   // goes; /meta/complete = false when the run was stopped. Empty: no file.
   std::string hdf5_path;
+  // Collector limits (tests force the sketch or small chunks): exact quantiles up to this many samples.
+  int64_t exact_request_samples = CollectorOptions{}.exact_request_samples;
+  int64_t exact_itl_samples = CollectorOptions{}.exact_itl_samples;
+  size_t chunk_rows = CollectorOptions{}.chunk_rows;
 };
 
 // Resolves the engine configuration of the scenario's first pool (the top-level engine and gpu without a

@@ -1,6 +1,7 @@
 #include "sim/metrics/quantile_sketch.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "sim/core/check.h"
@@ -10,12 +11,20 @@ namespace {
 constexpr double kZero = 1e-9;  // values below count as zero (ms: a picosecond)
 }
 
-LogSketch::LogSketch(double alpha)
-    : alpha_(alpha), gamma_((1 + alpha) / (1 - alpha)), inv_log_gamma_(1.0 / std::log((1 + alpha) / (1 - alpha))) {
-  KVSIM_CHECK(alpha > 0 && alpha < 1, "sketch accuracy must be in (0, 1)");
+// The double's biased exponent and top 8 mantissa bits: (exponent, sub-bucket) in one index.
+int64_t LogSketch::bucket(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const auto exponent = static_cast<int64_t>((bits >> 52) & 0x7FF);
+  const auto sub = static_cast<int64_t>((bits >> 44) & 0xFF);
+  return exponent * kSubBuckets + sub;
 }
 
-int LogSketch::bucket(double v) const { return static_cast<int>(std::ceil(std::log(v) * inv_log_gamma_)); }
+double LogSketch::midpoint(int64_t b) {
+  const int64_t exponent = b / kSubBuckets - 1023;
+  const double lower = 1.0 + static_cast<double>(b % kSubBuckets) / kSubBuckets;
+  return std::ldexp(lower + 0.5 / kSubBuckets, static_cast<int>(exponent));
+}
 
 void LogSketch::add(double v) {
   KVSIM_CHECK(v >= 0 && std::isfinite(v), "sketch value " << v);
@@ -24,21 +33,20 @@ void LogSketch::add(double v) {
     ++zeros_;
     return;
   }
-  const int i = bucket(v);
+  const int64_t i = bucket(v);
   if (counts_.empty()) {
     offset_ = i;
     counts_.assign(1, 0);
   } else if (i < offset_) {
     counts_.insert(counts_.begin(), static_cast<size_t>(offset_ - i), 0);
     offset_ = i;
-  } else if (i >= offset_ + static_cast<int>(counts_.size())) {
+  } else if (i >= offset_ + static_cast<int64_t>(counts_.size())) {
     counts_.resize(static_cast<size_t>(i - offset_ + 1), 0);
   }
   ++counts_[static_cast<size_t>(i - offset_)];
 }
 
 void LogSketch::merge(const LogSketch& o) {
-  KVSIM_CHECK(o.alpha_ == alpha_, "merging sketches of different accuracy");
   count_ += o.count_;
   zeros_ += o.zeros_;
   if (o.counts_.empty()) return;
@@ -47,8 +55,9 @@ void LogSketch::merge(const LogSketch& o) {
     counts_ = o.counts_;
     return;
   }
-  const int lo = std::min(offset_, o.offset_);
-  const int hi = std::max(offset_ + static_cast<int>(counts_.size()), o.offset_ + static_cast<int>(o.counts_.size()));
+  const int64_t lo = std::min(offset_, o.offset_);
+  const int64_t hi =
+      std::max(offset_ + static_cast<int64_t>(counts_.size()), o.offset_ + static_cast<int64_t>(o.counts_.size()));
   std::vector<int64_t> merged(static_cast<size_t>(hi - lo), 0);
   for (size_t k = 0; k < counts_.size(); ++k) merged[static_cast<size_t>(offset_ - lo) + k] += counts_[k];
   for (size_t k = 0; k < o.counts_.size(); ++k) merged[static_cast<size_t>(o.offset_ - lo) + k] += o.counts_[k];
@@ -64,9 +73,9 @@ double LogSketch::quantile(double q) const {
   if (rank < seen) return 0.0;
   for (size_t k = 0; k < counts_.size(); ++k) {
     seen += counts_[k];
-    if (rank < seen) return 2.0 * std::pow(gamma_, offset_ + static_cast<int>(k)) / (gamma_ + 1.0);
+    if (rank < seen) return midpoint(offset_ + static_cast<int64_t>(k));
   }
-  return 2.0 * std::pow(gamma_, offset_ + static_cast<int>(counts_.size()) - 1) / (gamma_ + 1.0);
+  return midpoint(offset_ + static_cast<int64_t>(counts_.size()) - 1);
 }
 
 template <typename T>

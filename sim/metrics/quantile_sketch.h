@@ -1,17 +1,16 @@
 #pragma once
 // Streaming quantiles for runs of any length.
 //
-// LogSketch is a DDSketch (Masson, Rim, Lee, VLDB 2019) with relative accuracy alpha: value x > 0 goes
-// to bucket i = ceil(log_gamma(x)), gamma = (1 + alpha) / (1 - alpha), and bucket i reports
-// 2 gamma^i / (gamma + 1), within a factor (1 +- alpha) of every value in it. quantile(q) returns the
-// bucket holding the order statistic of rank floor(q (n - 1)) (0-based), so it is within alpha
-// (relative) of that exact order statistic; zeros (and values below 1e-9) are counted exactly.
-// Mergeable: two sketches with the same alpha add their counts. Memory: one counter per occupied
-// power of gamma between the smallest and largest value (about 2,900 for 1 ns .. 1e6 s at 0.4 %).
-//
+// LogSketch is a log-linear (HDR-style) histogram: value x > 0 with x = m 2^e, m in [1, 2), goes to
+// bucket (e, floor((m - 1) 256)), found from the bits of the double (no logarithm: ITL adds one value a
+// token). A bucket spans at most 1/256 of its lower edge, and reports its midpoint, so every value in it
+// is within 1/512 (0.2 %) relative; quantile(q) returns the bucket holding the order statistic of rank
+// floor(q (n - 1)) (0-based), within 0.2 % of that exact order statistic. Zeros (and values below 1e-9)
+// are counted exactly. Mergeable: two sketches add their counts. Memory: one counter per bucket between
+// the smallest and largest exponent seen (256 per factor of 2: about 12,800 for 1e-6 .. 1e9 ms).
 // StreamingDistribution keeps the exact samples up to `exact_limit` values, so every run of up to
 // that many samples gets the exact figures of summarize_in_place (numpy's linear interpolation);
-// past it, the samples move into a LogSketch (alpha = kSketchAlpha) and the quantiles come from it.
+// past it, the samples move into a LogSketch and the quantiles come from it.
 // The mean is always exact (a plain sum in input order, as mean()). Memory is bounded by the limit.
 #include <cstdint>
 #include <vector>
@@ -20,26 +19,23 @@
 
 namespace kvsim {
 
-inline constexpr double kSketchAlpha = 0.004;  // 0.4 %: under the 0.5 % bound with room for interpolation
+inline constexpr double kSketchRelativeError = 1.0 / 512;  // 0.2 %, under the 0.5 % bound
 
 class LogSketch {
  public:
-  explicit LogSketch(double alpha = kSketchAlpha);
-  void add(double v);  // v >= 0 (negative values are a KVSIM_CHECK failure)
+  static constexpr int kSubBuckets = 256;  // per power of two
+  void add(double v);                      // v >= 0 (negative or non-finite: a KVSIM_CHECK failure)
   void merge(const LogSketch& other);
   int64_t count() const { return count_; }
   // The value at rank floor(q * (count - 1)); NaN when empty.
   double quantile(double q) const;
-  double alpha() const { return alpha_; }
 
  private:
-  int bucket(double v) const;
-  double alpha_;
-  double gamma_;
-  double inv_log_gamma_;
+  static int64_t bucket(double v);
+  static double midpoint(int64_t bucket);
   int64_t count_ = 0;
   int64_t zeros_ = 0;
-  int offset_ = 0;               // bucket index of counts_[0]
+  int64_t offset_ = 0;           // bucket index of counts_[0]
   std::vector<int64_t> counts_;  // contiguous from offset_
 };
 
