@@ -160,17 +160,19 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
   info.router = s.cluster.present ? s.cluster.router.policy : "";
   res.collector->flush();
   res.summary = res.collector->summarize(info);
-  if (file) {
-    RunMeta meta;
-    meta.scenario_yaml = s.resolved_yaml;
-    meta.seed = s.seed;
-    meta.events = res.events;
-    meta.fingerprint = res.fingerprint;
-    meta.complete = !res.interrupted;
-    meta.sim_time_s = res.sim_time_s;
-    file->finish(res.summary, meta);
-  }
+  if (file) file->finish(res.summary, run_meta(res));
   return res;
+}
+
+RunMeta run_meta(const SimulationResult& r) {
+  RunMeta meta;
+  meta.scenario_yaml = r.scenario.resolved_yaml;
+  meta.seed = r.scenario.seed;
+  meta.events = r.events;
+  meta.fingerprint = r.fingerprint;
+  meta.complete = !r.interrupted;
+  meta.sim_time_s = r.sim_time_s;
+  return meta;
 }
 
 }  // namespace kvsim

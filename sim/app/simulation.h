@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/engine/engine_config.h"
+#include "sim/metrics/hdf5_writer.h"
 #include "sim/metrics/run_collector.h"
 #include "sim/metrics/summary.h"
 #include "sim/model/hardware.h"
@@ -69,5 +70,7 @@ std::string latency_tables_dir(const std::string& hardware_dir);
 SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, double)> progress = {});
 // The same with streaming outputs, an optional run file and a stop check.
 SimulationResult run_simulation(const Scenario& s, const RunOptions& options);
+// The run file's /meta of a result: resolved scenario, seed, events, fingerprint, complete, time reached.
+RunMeta run_meta(const SimulationResult& r);
 
 }  // namespace kvsim

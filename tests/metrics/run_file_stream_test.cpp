@@ -44,13 +44,7 @@ TEST(RunFileStream, ChunkedFileReadsBackIdenticalToTheInMemoryWriter) {
   o.hdf5_path = (dir / "streamed.h5").string();
   o.chunk_rows = 7;  // many chunks, and a partial one at the end
   const SimulationResult r = run_simulation(s, o);
-  RunMeta meta;
-  meta.scenario_yaml = s.resolved_yaml;
-  meta.seed = s.seed;
-  meta.events = r.events;
-  meta.fingerprint = r.fingerprint;
-  meta.sim_time_s = r.sim_time_s;
-  write_run_file((dir / "memory.h5").string(), *r.collector, r.summary, meta);
+  write_run_file((dir / "memory.h5").string(), *r.collector, r.summary, run_meta(r));
   RunFileReader a((dir / "streamed.h5").string());
   RunFileReader b((dir / "memory.h5").string());
   ASSERT_GT(r.collector->requests().size(), 200u);
