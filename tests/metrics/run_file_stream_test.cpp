@@ -119,5 +119,17 @@ TEST(RunFileStream, SigintStopsTheCliWithExit130) {
   fs::remove_all(dir);
 }
 
+// Two runs of one scenario through the CLI give byte-identical run files (cmp), wall time included
+// nowhere in them.
+TEST(RunFileStream, TwoRunsGiveByteIdenticalFiles) {
+  const fs::path dir = fresh_dir("cmp");
+  const std::string a = (dir / "a.h5").string(), b = (dir / "b.h5").string();
+  const std::string run = "run scenarios/quickstart.yaml --set workload.trace.limit=300 -q --out ";
+  ASSERT_EQ(testing::run_kvsim(run + a).exit_code, 0);
+  ASSERT_EQ(testing::run_kvsim(run + b).exit_code, 0);
+  EXPECT_EQ(std::system(("cmp -s " + a + " " + b).c_str()), 0) << a << " and " << b << " differ";
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kvsim
