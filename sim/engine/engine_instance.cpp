@@ -43,6 +43,7 @@ void EngineInstance::submit(RequestSpec spec) {
   if (prompt <= 0 || prompt >= config_.max_model_len) {
     // vLLM rejects such a request at its API; here it leaves with an unfinished record.
     RequestRecord rec;
+    rec.rejected = prompt <= 0 ? RejectReason::kEmptyPrompt : RejectReason::kPromptTooLong;
     rec.id = spec.id;
     rec.arrival = ctx_.now();
     rec.prompt_tokens = prompt;
@@ -77,6 +78,12 @@ void EngineInstance::on_schedule() {
   while (true) {
     scheduler_.schedule(ctx_.now(), out_);
     totals_.preemptions += out_.preemptions;
+    for (int slot : out_.rejected) {
+      EngineRequest& r = scheduler_.request(slot);
+      r.record.output_tokens = r.generated;
+      emit_rejected(r.record);
+      scheduler_.release(slot);
+    }
     if (!out_.scheduled.empty()) break;
     if (scheduler_.num_waiting() == 0 && scheduler_.num_running() == 0) return;
     if (out_.preemptions > 0) continue;  // a request preempted itself; admission runs next round
@@ -162,6 +169,7 @@ void EngineInstance::on_step_done() {
     }
     r.num_computed += s.num_tokens;
     KVSIM_CHECK(r.num_computed <= r.num_tokens, "computed beyond the sequence");
+    scheduler_.note_progress(s.slot);
     if (r.num_computed < r.num_tokens) continue;
     // The step computed the last known token: one token is sampled at step end.
     scheduler_.append_token(s.slot);

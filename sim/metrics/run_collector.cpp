@@ -61,6 +61,7 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   row.prefix_hits_blocks = r.prefix_hits_blocks;
   row.cause = r.cause;
   row.finished = r.finished;
+  row.rejected = r.rejected;
   row.preemptions = r.preemptions;
   row.instance = r.instance;
   requests_.push_back(row);
@@ -142,6 +143,9 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
     pc.lost_tokens_by_cause[cause] += r.lost_tokens;
     if (!r.finished) {
       ++out.requests.unfinished;
+      const auto reason = static_cast<size_t>(r.rejected);
+      KVSIM_CHECK(reason < out.requests.rejected.size(), "bad reject reason " << reason);
+      ++out.requests.rejected[reason];
       continue;
     }
     ++out.requests.finished;

@@ -57,6 +57,7 @@ struct RequestRow {
   int64_t prefix_hits_blocks = 0;
   MissCause cause = MissCause::kNone;
   bool finished = false;
+  RejectReason rejected = RejectReason::kNone;
   int32_t preemptions = 0;
   int32_t instance = 0;
 };

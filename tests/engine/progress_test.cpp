@@ -1,0 +1,114 @@
+// The progress rules (scheduler.h). A request that preempts itself while alone in the KV cache is
+// retried once as vLLM does; preempting itself alone again at the same point rejects it
+// (RejectReason::kNoProgress) instead of recomputing it forever (issue 15's livelock). The watchdog
+// fails loudly once a request is preempted max_preemptions_without_progress times without computing
+// a new token.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "sim/core/check.h"
+#include "tests/engine/engine_test_util.h"
+
+namespace kvsim {
+namespace {
+
+using testing::config_for;
+using testing::full_layout;
+using testing::make_request;
+using testing::RecordingSink;
+using testing::run_engine;
+using testing::text;
+
+// Before the rule the run never ended: stop it after this many steps instead of hanging the test.
+constexpr size_t kStepGuard = 20000;
+
+void guard(RecordingSink& sink) {
+  sink.step_hook = [&sink](const StepRecord&) {
+    if (sink.steps.size() > kStepGuard) throw std::runtime_error("livelock: no end after 20000 steps");
+  };
+}
+
+// Issue 15: block_size 528, 2000-token prompt in 100-token chunks, no full-prompt reservation.
+EngineConfig issue15_config(int64_t num_blocks, bool caching) {
+  EngineConfig c = config_for(full_layout(528, num_blocks));
+  c.long_prefill_token_threshold = 100;
+  c.scheduler_reserve_full_isl = false;
+  c.enable_prefix_caching = caching;
+  return c;
+}
+
+TEST(Progress, RequestThatPreemptsItselfAloneIsRejectedNotRecomputedForever) {
+  for (bool caching : {false, true}) {
+    RecordingSink sink;
+    guard(sink);
+    run_engine(issue15_config(2, caching), {make_request(0, 0, {text(1, 2000)}, 10)}, sink);
+    ASSERT_EQ(sink.requests.size(), 1u);
+    const RequestRecord& r = sink.requests.at(0);
+    EXPECT_FALSE(r.finished);
+    EXPECT_EQ(r.rejected, RejectReason::kNoProgress) << reject_reason_name(r.rejected);
+    EXPECT_EQ(r.preemptions, 2);  // retried once, as vLLM would, then rejected
+    EXPECT_LT(sink.steps.size(), 30u);
+  }
+}
+
+TEST(Progress, NoProgressLimitProbedOnBothSides) {
+  // 2000 prompt + 10 output tokens need 4 blocks of 528: 3 usable blocks never finish, 4 do.
+  RecordingSink small;
+  guard(small);
+  run_engine(issue15_config(4, true), {make_request(0, 0, {text(1, 2000)}, 10)}, small);
+  EXPECT_EQ(small.requests.at(0).rejected, RejectReason::kNoProgress);
+  RecordingSink enough;
+  guard(enough);
+  run_engine(issue15_config(5, true), {make_request(0, 0, {text(1, 2000)}, 10)}, enough);
+  EXPECT_TRUE(enough.requests.at(0).finished);
+  EXPECT_EQ(enough.requests.at(0).rejected, RejectReason::kNone);
+  EXPECT_EQ(enough.requests.at(0).preemptions, 0);
+}
+
+TEST(Progress, DecodeThatOutgrowsTheCacheIsRejectedWithItsTokens) {
+  // The prompt fits but prompt + output does not: stuck in decode. (When the retry's first chunk does
+  // not fit it is refused admission instead: kDoesNotFit, as before.)
+  EngineConfig c = config_for(full_layout(16, 5));  // 4 usable blocks = 64 tokens
+  c.scheduler_reserve_full_isl = false;
+  c.long_prefill_token_threshold = 16;  // the retry is admitted chunk by chunk
+  c.enable_prefix_caching = false;      // (with caching its hit alone needs every block again)
+  RecordingSink sink;
+  guard(sink);
+  run_engine(c, {make_request(0, 0, {text(1, 40)}, 100), make_request(1, 1000, {text(2, 20)}, 5)}, sink);
+  EXPECT_EQ(sink.requests.at(0).rejected, RejectReason::kNoProgress);
+  EXPECT_EQ(sink.requests.at(0).output_tokens, 25);  // 25 tokens out when the 65th needed a 5th block
+  EXPECT_TRUE(sink.requests.at(1).finished);         // the engine goes on
+}
+
+TEST(Progress, ContendedRequestsStillFinish) {
+  // Two requests that each need most of the pool: the later one is preempted and retried while the
+  // earlier one runs; that is progress, not a livelock.
+  EngineConfig c = config_for(full_layout(16, 9));  // 8 usable blocks
+  c.scheduler_reserve_full_isl = false;
+  RecordingSink sink;
+  guard(sink);
+  run_engine(c, {make_request(0, 0, {text(1, 60)}, 40), make_request(1, 0, {text(2, 60)}, 40)}, sink);
+  EXPECT_TRUE(sink.requests.at(0).finished);
+  EXPECT_TRUE(sink.requests.at(1).finished);
+  EXPECT_GT(sink.requests.at(1).preemptions, 0);
+}
+
+TEST(Progress, WatchdogFailsLoudlyAtTheLimit) {
+  EngineConfig c = config_for(full_layout(16, 9));
+  c.scheduler_reserve_full_isl = false;
+  c.max_preemptions_without_progress = 1;  // the first preemption already counts as stuck
+  RecordingSink sink;
+  guard(sink);
+  try {
+    run_engine(c, {make_request(0, 0, {text(1, 60)}, 40), make_request(1, 0, {text(2, 60)}, 40)}, sink);
+    FAIL() << "the watchdog did not fire";
+  } catch (const InvariantError& e) {
+    EXPECT_NE(std::string(e.what()).find("livelock: request 1 preempted 1 times without computing a new token"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvsim
