@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "sim/app/startup_check.h"
 #include "sim/core/errors.h"
 #include "sim/core/sim_context.h"
 #include "sim/core/units.h"
@@ -166,6 +167,7 @@ SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, d
   const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
   const GpuSpec& gpu = hw.gpu(s.gpu);
   res.engine = resolve_engine_config(s, res.model, gpu);
+  check_engine_startup(res.engine, s);
   const DType weight_dtype = parse_dtype(s.engine.weight_dtype, "engine.weight_dtype");
   const DType kv_dtype = resolve_kv_dtype(res.model, s.engine.kv_cache_dtype, s.path + ": engine.kv_cache_dtype");
   std::unique_ptr<ILatencyModel> latency;

@@ -1,6 +1,7 @@
 #include "sim/engine/kv_cache_coordinator.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "sim/core/check.h"
 #include "sim/engine/full_attention_manager.h"
@@ -195,6 +196,16 @@ int64_t KvCacheCoordinator::num_held_blocks(int slot) const {
   int64_t n = 0;
   for (const auto& m : managers_) n += m->num_held_blocks(slot);
   return n;
+}
+
+int64_t KvCacheCoordinator::blocks_for_request(int64_t num_tokens) const {
+  // A slot that holds no table: every manager counts from nothing.
+  constexpr int kFreshSlot = std::numeric_limits<int>::max();
+  int64_t blocks = 0;
+  for (const auto& m : managers_)
+    blocks += std::min(m->num_blocks_to_allocate(kFreshSlot, std::min(num_tokens, max_model_len_), {}, 0),
+                       m->max_blocks_per_request());
+  return blocks;
 }
 
 }  // namespace kvsim
