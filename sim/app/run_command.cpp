@@ -135,6 +135,8 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
+constexpr int kMaxBenchRepeat = 1000;
+
 int run_bench_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc(
       "kvsim bench [options]\n\nReplays a scenario (default: the whole Mooncake conversation trace on Qwen3-8B / H100 "
@@ -159,9 +161,12 @@ int run_bench_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   const std::vector<std::string> overrides =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const int repeat = vm["repeat"].as<int>();
+  if (repeat < 1 || repeat > kMaxBenchRepeat)
+    throw InputError("--repeat must be in [1, " + std::to_string(kMaxBenchRepeat) + "] (got " + std::to_string(repeat) +
+                     ")");
   Scenario s = load_scenario(vm["scenario"].as<std::string>(), overrides);
   s.output = {};
-  const int repeat = std::max(1, vm["repeat"].as<int>());
   double best = 1e300;
   SimulationResult res;
   for (int i = 0; i < repeat; ++i) {
