@@ -45,6 +45,9 @@ std::vector<CorpusCase> load_cases() {
   return out;
 }
 
+// gtest prints a case by its arguments (not its bytes).
+void PrintTo(const CorpusCase& c, std::ostream* os) { *os << c.args; }
+
 class BadInputCorpus : public ::testing::TestWithParam<CorpusCase> {};
 
 constexpr int kTimeBoundSeconds = 30;
