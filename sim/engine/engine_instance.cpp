@@ -1,6 +1,7 @@
 #include "sim/engine/engine_instance.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "sim/core/check.h"
 #include "sim/core/errors.h"
@@ -96,6 +97,12 @@ void EngineInstance::on_schedule() {
   const BatchShape shape = batch_shape();
   const Duration d = latency_.step_time(shape);
   KVSIM_CHECK(d >= Duration::ns(0), "negative step time from " << latency_.name());
+  // The clock counts int64 nanoseconds (about 292 years). Input bounds keep one step far below that,
+  // but a long run of very slow steps (a GPU of 1 TFLOP/s and 1 MB/s) could still pass it.
+  if (d.ns() > INT64_MAX - ctx_.now().ns())
+    throw InputError("the simulated clock would pass 292 years (a step of " + std::to_string(d.seconds()) + " s at " +
+                     std::to_string(ctx_.now().seconds()) +
+                     " s): the GPU's FLOP/s and bandwidths are too low for this workload");
   step_start_ = ctx_.now();
   step_in_flight_ = true;
   ctx_.queue.schedule(ctx_.now() + d, Phase::kStepDone, kTagStepDone, [this] { on_step_done(); });

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "sim/core/check.h"
+#include "sim/core/errors.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace kvsim {
@@ -107,6 +108,35 @@ TEST(Progress, WatchdogFailsLoudlyAtTheLimit) {
     EXPECT_NE(std::string(e.what()).find("livelock: request 1 preempted 1 times without computing a new token"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// A step that would run the int64 nanosecond clock past its end is bad input (absurd hardware), not
+// a wrapped time.
+class CenturyLatency : public ILatencyModel {
+ public:
+  Duration step_time(const BatchShape&) const override { return Duration::s(100LL * 365 * 86400); }
+  std::string name() const override { return "century"; }
+};
+
+// Runs one 10-token prompt for `output` tokens, one century per step.
+void run_centuries(int64_t output) {
+  SimContext ctx(1);
+  CenturyLatency lat;
+  RecordingSink sink;
+  EngineInstance engine(ctx, config_for(full_layout(16, 100)), lat, sink);
+  testing::VectorSource src({make_request(0, 0, {text(1, 10)}, output)});
+  ServingSim sim(ctx, src, engine);
+  sim.run();
+}
+
+TEST(Progress, ClockOverflowIsAnInputError) {
+  EXPECT_NO_THROW(run_centuries(2));  // two steps: 200 years
+  try {
+    run_centuries(3);  // the third step would end past 292 years
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("would pass 292 years"), std::string::npos) << e.what();
   }
 }
 
