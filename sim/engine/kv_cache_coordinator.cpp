@@ -1,7 +1,6 @@
 #include "sim/engine/kv_cache_coordinator.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "sim/core/check.h"
 #include "sim/engine/full_attention_manager.h"
@@ -199,12 +198,12 @@ int64_t KvCacheCoordinator::num_held_blocks(int slot) const {
 }
 
 int64_t KvCacheCoordinator::blocks_for_request(int64_t num_tokens) const {
-  // A slot that holds no table: every manager counts from nothing.
-  constexpr int kFreshSlot = std::numeric_limits<int>::max();
+  // vLLM KVCacheSpec.max_memory_usage_bytes in blocks: a block per block column of the sequence,
+  // capped per group (sliding window: the window's blocks + 1; state: 1 block in mode none, 2 in
+  // align, every column in all).
+  const int64_t columns = (std::min(num_tokens, max_model_len_) + block_size_ - 1) / block_size_;
   int64_t blocks = 0;
-  for (const auto& m : managers_)
-    blocks += std::min(m->num_blocks_to_allocate(kFreshSlot, std::min(num_tokens, max_model_len_), {}, 0),
-                       m->max_blocks_per_request());
+  for (const auto& m : managers_) blocks += std::min(columns, m->max_blocks_per_request());
   return blocks;
 }
 

@@ -88,8 +88,8 @@ class KvCacheCoordinator {
   // Frees every group's blocks, tail first.
   void free(int slot);
   int64_t num_held_blocks(int slot) const;
-  // Blocks one request of `num_tokens` tokens needs in an empty pool, sliding-window groups capped at
-  // their per-request maximum (vLLM max_memory_usage_bytes, in blocks).
+  // The most blocks one request of `num_tokens` tokens holds at once (vLLM max_memory_usage_bytes in
+  // blocks): a block per block column in each group, capped at max_blocks_per_request().
   int64_t blocks_for_request(int64_t num_tokens) const;
 
  private:

@@ -7,8 +7,11 @@
 
 #include <stdexcept>
 
+#include "sim/app/simulation.h"
 #include "sim/core/check.h"
 #include "sim/core/errors.h"
+#include "sim/model/config_reader.h"
+#include "sim/scenario/scenario.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace kvsim {
@@ -51,6 +54,20 @@ TEST(Progress, RequestThatPreemptsItselfAloneIsRejectedNotRecomputedForever) {
     EXPECT_EQ(r.preemptions, 2);  // retried once, as vLLM would, then rejected
     EXPECT_LT(sink.steps.size(), 30u);
   }
+}
+
+TEST(Progress, HybridRequestThatPreemptsItselfAloneIsRejected) {
+  // Issue 15's second reproducer below the start-up check (which refuses its scenario): Qwen3-Next
+  // TP8 in 10 blocks, threshold 100, prefix caching on, no junction checkpoint, 600 in / 100 out.
+  const Scenario s = load_scenario("tests/bad_input/files/livelock-qwen3-next.yaml");
+  EngineConfig c = resolve_engine_config(s, read_model_config(s.model));
+  ASSERT_EQ(c.layout.num_blocks, 10);
+  RecordingSink sink;
+  guard(sink);
+  run_engine(c, {make_request(0, 0, {text(1, 600)}, 100)}, sink);
+  EXPECT_EQ(sink.requests.at(0).rejected, RejectReason::kNoProgress)
+      << reject_reason_name(sink.requests.at(0).rejected);
+  EXPECT_FALSE(sink.requests.at(0).finished);
 }
 
 TEST(Progress, NoProgressLimitProbedOnBothSides) {
