@@ -36,7 +36,10 @@ std::string read_input_file(const std::string& path, const std::string& what, si
 }
 
 LineReader::LineReader(const std::string& path, const std::string& what, size_t max_line_bytes)
-    : path_(path), in_(path, std::ios::binary), buf_(max_line_bytes + 1) {
+    : path_(path),
+      in_(path, std::ios::binary),
+      buf_size_(max_line_bytes + 1),
+      buf_(std::make_unique_for_overwrite<char[]>(buf_size_)) {
   reject_directory(path);
   if (!in_) throw InputError(path + ": cannot open " + what);
 }
@@ -45,17 +48,17 @@ bool LineReader::next(std::string_view& line) {
   if (!in_) return false;
   // istream::getline stores at most size - 1 characters and sets failbit (not eofbit) when the line
   // is longer.
-  in_.getline(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  in_.getline(buf_.get(), static_cast<std::streamsize>(buf_size_));
   const auto n = static_cast<size_t>(in_.gcount());
   if (in_.bad()) throw InputError(path_ + ": read error");
   if (n == 0 && in_.eof()) return false;
   ++line_no_;
   if (in_.fail() && !in_.eof()) {
-    throw InputError(path_ + ":" + std::to_string(line_no_) + ": line longer than " + mib(buf_.size() - 1) +
+    throw InputError(path_ + ":" + std::to_string(line_no_) + ": line longer than " + mib(buf_size_ - 1) +
                      " (not a text file?)");
   }
   // gcount counts the '\n' when one was extracted (not at the end of the file).
-  line = std::string_view(buf_.data(), in_.eof() ? n : n - 1);
+  line = std::string_view(buf_.get(), in_.eof() ? n : n - 1);
   return true;
 }
 

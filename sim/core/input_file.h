@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace kvsim {
 
@@ -33,7 +33,8 @@ class LineReader {
  private:
   std::string path_;
   std::ifstream in_;
-  std::vector<char> buf_;
+  size_t buf_size_;
+  std::unique_ptr<char[]> buf_;  // not zeroed: pages are touched only as long lines need them
   int64_t line_no_ = 0;
 };
 
