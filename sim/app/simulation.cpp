@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "sim/app/startup_check.h"
 #include "sim/cluster/cluster.h"
 #include "sim/core/errors.h"
 #include "sim/core/sim_context.h"
@@ -79,6 +80,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     const ResolveContext where = pool_context(s, p);
     const GpuSpec& gpu = lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key);
     EngineConfig cfg = resolve_engine_config(p.engine, res.model, gpu, where);
+    check_engine_startup(cfg, p.engine, where);
     LatencyModelSpec lm;
     lm.name = p.engine.latency_model;
     lm.tp = p.engine.tensor_parallel_size;

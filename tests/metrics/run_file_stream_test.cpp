@@ -27,7 +27,7 @@ fs::path fresh_dir(const std::string& name) {
 const char* kTwoPools = R"(
 model: models/qwen3-8b.json
 gpu: h100-sxm
-engine: {block_size: 16, num_gpu_blocks: 400}
+engine: {block_size: 16, num_gpu_blocks: 400, max_model_len: 2048}
 cluster:
   pools: [{name: a, instances: 2}, {name: b, instances: 1}]
   router: {policy: llm_d}
