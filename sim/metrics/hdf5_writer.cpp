@@ -268,7 +268,7 @@ RunFileStream::RunFileStream(const std::string& path, RunFileOptions options) : 
 }
 
 RunFileStream::~RunFileStream() {
-  if (impl_ == nullptr) return;
+  if (committed_) return;
   impl_.reset();  // closes the file
   std::error_code ec;
   std::filesystem::remove(tmp_, ec);
@@ -363,7 +363,7 @@ void RunFileStream::write_samples(const TimeSeries& ts, const InstanceSeries& is
   });
 }
 
-void RunFileStream::finish(const RunSummary& summary, const RunMeta& meta) {
+void RunFileStream::finish(const RunSummary& summary, const RunMeta& meta, bool commit_now) {
   guarded([&](Impl& m) {
     std::string pools;
     for (const PoolSummary& p : summary.pools) pools += (pools.empty() ? "" : ",") + p.info.name;
@@ -373,6 +373,11 @@ void RunFileStream::finish(const RunSummary& summary, const RunMeta& meta) {
     check_rc(H5Fflush(m.file.get(), H5F_SCOPE_GLOBAL), "flush", tmp_);
   });
   impl_.reset();  // closes every dataset, then the file
+  if (commit_now) commit();
+}
+
+void RunFileStream::commit() {
+  KVSIM_CHECK(impl_ == nullptr && !committed_, "commit() before finish() or twice");
   std::error_code ec;
   std::filesystem::rename(tmp_, path_, ec);
   if (ec) {
@@ -380,6 +385,7 @@ void RunFileStream::finish(const RunSummary& summary, const RunMeta& meta) {
     std::filesystem::remove(tmp_, ignored);
     throw OutputError("cannot write run file " + path_ + ": rename from " + tmp_ + " failed: " + ec.message());
   }
+  committed_ = true;
 }
 
 void write_run_file(const std::string& path, const RunCollector& collector, const RunSummary& summary,

@@ -84,7 +84,10 @@ class RunFileStream final : public IRunStream {
                       const std::vector<int64_t>& offsets) override;
   void write_steps(const std::vector<StepRecord>& steps) override;
   void write_samples(const TimeSeries& series, const InstanceSeries& per_instance) override;
-  void finish(const RunSummary& summary, const RunMeta& meta);
+  // Writes /summary and /meta and closes the temporary file; renames it too unless commit_now is false
+  // (a caller that renames a companion file in the same breath calls commit() itself).
+  void finish(const RunSummary& summary, const RunMeta& meta, bool commit_now = true);
+  void commit();
 
  private:
   struct Impl;
@@ -93,6 +96,7 @@ class RunFileStream final : public IRunStream {
   std::string path_;
   std::string tmp_;
   std::unique_ptr<Impl> impl_;
+  bool committed_ = false;
 };
 
 // The whole file at once from a collector that kept its records (tests, small runs): the same layout

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "sim/app/simulation.h"
 #include "sim/metrics/hdf5_writer.h"
@@ -116,6 +118,27 @@ TEST(RunFileStream, SigintStopsTheCliWithExit130) {
   RunFileReader f(out);
   EXPECT_EQ(f.read_int_attribute("/meta", "complete"), 0);
   EXPECT_FALSE(fs::exists(out + ".tmp"));
+  fs::remove_all(dir);
+}
+
+// The summary JSON and the run file are committed as a pair: a stale summary of an earlier run is
+// replaced, and no temporary is left.
+TEST(RunFileStream, SummaryAndRunFileAreWrittenAsAPair) {
+  const fs::path dir = fresh_dir("pair");
+  const std::string h5 = (dir / "r.h5").string(), json = (dir / "r.json").string();
+  std::ofstream(json) << "{\"stale\": true}\n";
+  const Scenario s = parse_scenario(kTwoPools, "two_pools.yaml");
+  RunOptions o;
+  o.keep_records = false;
+  o.hdf5_path = h5;
+  o.summary_json_path = json;
+  const SimulationResult r = run_simulation(s, o);
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, summary_to_json(r.summary));
+  EXPECT_TRUE(fs::exists(h5));
+  EXPECT_FALSE(fs::exists(h5 + ".tmp"));
+  EXPECT_FALSE(fs::exists(json + ".tmp"));
   fs::remove_all(dir);
 }
 
