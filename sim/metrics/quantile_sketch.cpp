@@ -1,5 +1,6 @@
 #include "sim/metrics/quantile_sketch.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -89,7 +90,13 @@ Distribution StreamingDistribution<T>::summarize() const {
   d.mean = count_ > 0 ? sum_ / static_cast<double>(count_) : std::numeric_limits<double>::quiet_NaN();
   d.p50 = sketch_.quantile(0.50);
   d.p90 = sketch_.quantile(0.90);
+  d.p95 = sketch_.quantile(0.95);
   d.p99 = sketch_.quantile(0.99);
+  d.p999 = sketch_.quantile(0.999);
+  if (count_ > 0) {
+    const double m = sum_ / static_cast<double>(count_);
+    d.stddev = std::sqrt(std::max(squares_ / static_cast<double>(count_) - m * m, 0.0));
+  }
   return d;
 }
 

@@ -11,7 +11,8 @@
 // StreamingDistribution keeps the exact samples up to `exact_limit` values, so every run of up to
 // that many samples gets the exact figures of summarize_in_place (numpy's linear interpolation);
 // past it, the samples move into a LogSketch and the quantiles come from it.
-// The mean is always exact (a plain sum in input order, as mean()). Memory is bounded by the limit.
+// The mean is always exact (a plain sum in input order, as mean()); the standard deviation is exact
+// while exact, then from running sums of x and x^2. Memory is bounded by the limit.
 #include <cstdint>
 #include <vector>
 
@@ -46,6 +47,7 @@ class StreamingDistribution {
   void add(T v) {
     ++count_;
     sum_ += static_cast<double>(v);
+    squares_ += static_cast<double>(v) * static_cast<double>(v);
     if (!sketched_) {
       exact_.push_back(v);
       if (static_cast<int64_t>(exact_.size()) > limit_) spill();
@@ -68,6 +70,7 @@ class StreamingDistribution {
   int64_t limit_;
   int64_t count_ = 0;
   double sum_ = 0;
+  double squares_ = 0;  // for the standard deviation once sketched (E[x^2] - E[x]^2)
   bool sketched_ = false;
   std::vector<T> exact_;
   LogSketch sketch_;

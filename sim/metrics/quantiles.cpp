@@ -59,10 +59,15 @@ Distribution summarize_impl(std::vector<T>& values) {
   d.count = static_cast<int64_t>(values.size());
   d.mean = mean_impl(values);
   if (values.empty()) return d;
+  double squares = 0;
+  for (T v : values) squares += (static_cast<double>(v) - d.mean) * (static_cast<double>(v) - d.mean);
+  d.stddev = std::sqrt(squares / static_cast<double>(values.size()));
   size_t from = 0;
   d.p50 = select_quantile(values, from, 0.50);
   d.p90 = select_quantile(values, from, 0.90);
+  d.p95 = select_quantile(values, from, 0.95);
   d.p99 = select_quantile(values, from, 0.99);
+  d.p999 = select_quantile(values, from, 0.999);
   return d;
 }
 

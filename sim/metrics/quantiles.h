@@ -22,14 +22,18 @@ double quantile(std::vector<double> values, double q);
 double mean(const std::vector<double>& values);
 double mean(const std::vector<float>& values);
 
-// The four figures reported for every latency distribution.
-// Figures of an empty distribution are NaN (null in JSON).
+// The figures reported for every latency distribution: mean, p50 / p90 / p95 / p99 / p99.9 and the
+// population standard deviation (numpy's np.std, ddof 0). Figures of an empty distribution are NaN
+// (null in JSON).
 struct Distribution {
   int64_t count = 0;
   double mean = std::numeric_limits<double>::quiet_NaN();
   double p50 = std::numeric_limits<double>::quiet_NaN();
   double p90 = std::numeric_limits<double>::quiet_NaN();
+  double p95 = std::numeric_limits<double>::quiet_NaN();
   double p99 = std::numeric_limits<double>::quiet_NaN();
+  double p999 = std::numeric_limits<double>::quiet_NaN();
+  double stddev = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Summarises `values`, reordering them in place (partial selection, not a full sort; the figures equal

@@ -109,7 +109,10 @@ std::string distribution_json(const Distribution& d, int indent) {
   w.number("mean", d.mean);
   w.number("p50", d.p50);
   w.number("p90", d.p90);
+  w.number("p95", d.p95);
   w.number("p99", d.p99);
+  w.number("p99_9", d.p999);
+  w.number("stddev", d.stddev);
   return w.finish();
 }
 

@@ -7,7 +7,8 @@
 // {
 //   "requests": {"count", "finished", "unfinished", "rejected": {<reject_reason_name>: n} (only reasons
 //                with n > 0; omitted when nothing was rejected)},
-//   "ttft_ms" | "tpot_ms" | "itl_ms" | "e2e_ms" | "queue_ms": {"count", "mean", "p50", "p90", "p99"},
+//   "ttft_ms" | "tpot_ms" | "itl_ms" | "e2e_ms" | "queue_ms": {"count", "mean", "p50", "p90", "p95", "p99",
+//                                                            "p99_9", "stddev"},
 //   "throughput": {"duration_s", "requests_per_s", "output_tokens_per_s"},
 //   "prefix_cache": {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits",
 //                    "block_hit_rate", "hit_requests", "lost_tokens_by_cause": {<miss_cause_name>: n}},

@@ -86,7 +86,8 @@ TEST(StreamingDistribution, ExactUpToTheLimitThenSketched) {
   EXPECT_TRUE(d.sketched());
   const Distribution s = d.summarize();
   EXPECT_EQ(s.count, 101);
-  EXPECT_DOUBLE_EQ(s.mean, 51.0);  // means stay exact
+  EXPECT_DOUBLE_EQ(s.mean, 51.0);                                      // means stay exact
+  EXPECT_NEAR(s.stddev, std::sqrt((101.0 * 101.0 - 1) / 12.0), 1e-9);  // np.std(1..101)
   EXPECT_LE(std::fabs(s.p50 - 51.0) / 51.0, kSketchRelativeError);
 }
 

@@ -67,6 +67,10 @@ TEST(Quantiles, SummaryOfUnsortedInputUsesTheSortedOrder) {
   EXPECT_NEAR(d.p90, 90.1, 1e-12);
   EXPECT_NEAR(d.p99, 99.01, 1e-12);
   EXPECT_DOUBLE_EQ(d.mean, 50.5);
+  // p95: h = 94.05 -> 95.05; p99.9: h = 98.901 -> 99.901; np.std(1..100) = sqrt((100^2 - 1) / 12).
+  EXPECT_NEAR(d.p95, 95.05, 1e-12);
+  EXPECT_NEAR(d.p999, 99.901, 1e-12);
+  EXPECT_NEAR(d.stddev, std::sqrt(9999.0 / 12.0), 1e-12);
   // Three values: p50, p90 and p99 all interpolate between the 2nd and 3rd smallest (h = 1, 1.8, 1.98).
   std::vector<double> w = {3, 1, 2};
   const Distribution e = summarize_in_place(w);
