@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "sim/metrics/hdf5_writer.h"
 
@@ -99,6 +102,59 @@ TEST(PlotScript, ClusterRunGetsPerInstancePlots) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   for (const char* png : {"instance_load.png", "instance_hit_rate.png"})
     EXPECT_GT(fs::file_size(dir / "plots" / png), 1000u) << png;
+  fs::remove_all(dir);
+}
+
+// analysis/runfile.py returns /requests sorted by id (kvsim writes them in leave order) with names
+// decoded; its --csv writes one CSV per table.
+TEST(RunfileHelper, RequestsComeBackSortedByIdWithNames) {
+  const std::string python = plotting_python();
+  if (python.empty()) GTEST_SKIP() << "no python3 with h5py, pandas and matplotlib";
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_runfile_test_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  RunCollector c;
+  for (int id : {3, 1, 2, 0}) {  // leave order, not id order
+    RequestRecord r;
+    r.id = RequestId(id);
+    r.first_scheduled = r.arrival;
+    r.finish = r.arrival + Duration::ms(10 + id);
+    r.prompt_tokens = 100;
+    r.output_tokens = 1;
+    r.finished = true;
+    r.cause = id == 2 ? MissCause::kEvicted : MissCause::kNone;
+    c.on_request_done(r);
+  }
+  const std::string run = (dir / "run.h5").string();
+  write_run_file(run, c, c.summarize({}), RunMeta{});
+  const std::string cmd = python + " " + KVSIM_SOURCE_DIR + "/analysis/runfile.py " + run + " --csv " +
+                          (dir / "csv").string() + " >/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(dir / "csv" / "requests.csv");
+  const auto split = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t a = 0, b; a <= text.size(); a = b + 1) {
+      b = std::min(text.find(',', a), text.size());
+      out.push_back(text.substr(a, b - a));
+    }
+    return out;
+  };
+  std::string header, line;
+  std::getline(in, header);
+  const std::vector<std::string> cols = split(header);
+  const auto col = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(cols.begin(), cols.end(), name) - cols.begin());
+  };
+  ASSERT_LT(col("id"), cols.size());
+  ASSERT_LT(col("miss_cause_name"), cols.size());
+  std::vector<std::string> ids, causes;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = split(line);
+    ids.push_back(f[col("id")]);
+    causes.push_back(f[col("miss_cause_name")]);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"0", "1", "2", "3"}));
+  EXPECT_EQ(causes, (std::vector<std::string>{"none", "none", "evicted", "none"}));
   fs::remove_all(dir);
 }
 
