@@ -105,6 +105,8 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
      "override a scenario key: --set engine.block_size=528 (repeatable)")
     ("out", po::value<std::string>(), "HDF5 run file (overrides output.hdf5)")
     ("summary-json", po::value<std::string>(), "write the summary as JSON to this path (overrides output.summary_json)")
+    ("csv", po::value<std::string>(), "write one CSV line per request to this path, streamed as the run goes")
+    ("trace-out", po::value<std::string>(), "write a Chrome / Perfetto trace (JSON) of steps and requests to this path")
     ("skip-bad-lines", "count and skip malformed trace lines instead of stopping")
     ("quiet,q", "do not print the summary table")
     ("scenario", po::value<std::string>(), "scenario YAML file (positional)");
@@ -136,6 +138,8 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
   ro.keep_records = false;  // rows stream to the run file; memory stays flat however long the run
   if (s.output.hdf5) ro.hdf5_path = *s.output.hdf5;
   if (s.output.summary_json) ro.summary_json_path = *s.output.summary_json;
+  if (vm.count("csv")) ro.csv_path = vm["csv"].as<std::string>();
+  if (vm.count("trace-out")) ro.trace_path = vm["trace-out"].as<std::string>();
   ro.stop = [] { return g_stop_signal != 0; };
   SimulationResult res;
   {

@@ -15,6 +15,7 @@
 #include "sim/engine/engine_instance.h"
 #include "sim/engine/engine_resolution.h"
 #include "sim/metrics/hdf5_writer.h"
+#include "sim/metrics/text_streams.h"
 #include "sim/model/config_reader.h"
 #include "sim/model/sizing.h"
 #include "sim/perf/latency_factory.h"
@@ -141,8 +142,16 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     for (const PoolRun& p : res.pools)
       for (int k = 0; k < p.instances; ++k) fo.usable_blocks.push_back(p.engine.layout.num_blocks - 1);
     file = std::make_unique<RunFileStream>(options.hdf5_path, fo);
-    co.stream = file.get();
   }
+  std::unique_ptr<CsvRequestStream> csv;
+  std::unique_ptr<TraceEventStream> trace;
+  if (!options.csv_path.empty()) csv = std::make_unique<CsvRequestStream>(options.csv_path);
+  if (!options.trace_path.empty()) trace = std::make_unique<TraceEventStream>(options.trace_path);
+  TeeStream tee;
+  if (file) tee.add(file.get());
+  if (csv) tee.add(csv.get());
+  if (trace) tee.add(trace.get());
+  if (!tee.empty()) co.stream = &tee;
   res.collector = std::make_unique<RunCollector>(co);
   std::vector<std::unique_ptr<EngineInstance>> engines;
   std::vector<EngineInstance*> instances;
@@ -196,6 +205,8 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
   } else if (file) {
     file->commit();
   }
+  if (csv) csv->commit();
+  if (trace) trace->commit();
   return res;
 }
 

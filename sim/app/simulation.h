@@ -55,6 +55,9 @@ struct RunOptions {
   // the old summary is removed, then the run file and the summary are renamed, so a summary never
   // sits beside a run file of another run. Empty: none.
   std::string summary_json_path;
+  // Per-request CSV and Chrome / Perfetto trace (sim/metrics/text_streams.h), streamed too. Empty: none.
+  std::string csv_path;
+  std::string trace_path;
   // Collector limits (tests force the sketch or small chunks): exact quantiles up to this many samples.
   int64_t exact_request_samples = CollectorOptions{}.exact_request_samples;
   int64_t exact_itl_samples = CollectorOptions{}.exact_itl_samples;
