@@ -67,8 +67,9 @@ void print_errors(const SweepRunReport& r) {
 }
 
 int print_table(const SweepTableReport& t, std::ostream& out) {
-  out << "table: " << t.csv_path << ", " << t.hdf5_path << " (" << t.points << " points: " << t.ok << " ok, "
-      << t.failed << " failed, " << t.missing << " missing)\n";
+  out << "table: " << t.csv_path << ", " << t.hdf5_path << " (" << t.points
+      << (t.points == 1 ? " point: " : " points: ") << t.ok << " ok, " << t.failed << " failed, " << t.missing
+      << " missing)\n";
   return t.failed + t.missing > 0 ? 1 : 0;
 }
 
@@ -115,7 +116,8 @@ int run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
     throw InputError(std::string("sweep: ") + e.what());
   }
   if (vm.count("help")) {
-    out << desc << kSweepHelp;
+    out << desc << kSweepHelp << "This build: MPI runner " << (built_with_mpi() ? "on" : "off (configured without MPI)")
+        << ".\n";
     return 0;
   }
   if (!vm.count("sweep")) throw InputError("sweep: no sweep file given (try: kvsim sweep scenarios/sweeps/...yaml)");
