@@ -81,7 +81,7 @@ TEST(SweepPlan, SeedDerivesFromBaseSeedAndKeyNotFromOrder) {
   EXPECT_NE(r.points[0].seed, r.points[1].seed);
 }
 
-TEST(SweepPlan, InlineBaseAndListIndexKeys) {
+TEST(SweepPlan, InlineBaseIsAScenarioMapping) {
   SweepDir d("plan_inline");
   std::string inline_base = "base:\n";
   std::stringstream ss(testing::kSweepBase);
@@ -89,6 +89,25 @@ TEST(SweepPlan, InlineBaseAndListIndexKeys) {
   const SweepPlan p = plan_sweep(load_sweep_file(d.write("i.yaml", inline_base + "axes: {engine.block_size: [32]}\n")));
   ASSERT_EQ(p.points.size(), 1u);
   EXPECT_EQ(point_scenario(p, p.points[0]).engine.block_size, 32);
+}
+
+TEST(SweepPlan, AxesReachListElementsByIndexAndTakeStructuredValues) {
+  SweepDir d("plan_cluster");
+  d.write("cluster.yaml", std::string(testing::kSweepBase) +
+                              "cluster:\n  pools:\n    - {name: a, instances: 1}\n    - {name: b, instances: 1}\n"
+                              "  router: {policy: round_robin}\n");
+  const SweepPlan p =
+      plan_sweep(load_sweep_file(d.write("c.yaml",
+                                         "base: cluster.yaml\naxes:\n  cluster.pools.1.instances: [1, 3]\n"
+                                         "  cluster.router: [{policy: round_robin}, {policy: llm_d}]\n")));
+  ASSERT_EQ(p.points.size(), 4u);
+  EXPECT_EQ(p.points[3].values, (std::vector<std::string>{"3", "{policy: llm_d}"}));
+  const Scenario s = point_scenario(p, p.points[3]);
+  EXPECT_EQ(s.cluster.pools[1].instances, 3);
+  EXPECT_EQ(s.cluster.pools[0].instances, 1);
+  EXPECT_EQ(s.cluster.router.policy, "llm_d");
+  const std::string e = error_of(d, "base: cluster.yaml\naxes:\n  cluster.pools.2.instances: [1]\n");
+  EXPECT_NE(e.find("point 0 (cluster.pools.2.instances=1)"), std::string::npos) << e;
 }
 
 TEST(SweepPlan, AnInvalidPointNamesThePointAndKeyBeforeAnythingRuns) {
