@@ -5,6 +5,7 @@
 
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +73,52 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   }
 }
 
+// The signal that asked the run to stop (0: none). A signal handler can only reach static storage;
+// this is the one piece of it, read through RunOptions::stop.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+// SIGINT / SIGTERM stop the run at the next event while alive; the previous handlers come back after.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// Fails now (OutputError naming the path) if `path` cannot be written later: creates its directory and
+// a probe file beside it, then removes the probe.
+void check_writable(const std::string& path) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) {
+    std::filesystem::create_directories(p.parent_path(), ec);
+    if (ec) throw OutputError(path + ": cannot create directory " + p.parent_path().string() + ": " + ec.message());
+  }
+  const std::string probe = path + ".tmp";
+  {
+    std::ofstream f(probe, std::ios::binary);
+    if (!f) throw OutputError(path + ": cannot write");
+  }
+  std::filesystem::remove(probe, ec);
+}
+
 }  // namespace
 
 int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
@@ -111,21 +158,21 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("out")) s.output.hdf5 = vm["out"].as<std::string>();
   if (vm.count("summary-json")) s.output.summary_json = vm["summary-json"].as<std::string>();
 
+  // Output paths are checked before the run, not after minutes of simulation.
+  if (s.output.summary_json) check_writable(*s.output.summary_json);
+  RunOptions ro;
+  ro.keep_records = false;  // rows stream to the run file; memory stays flat however long the run
+  if (s.output.hdf5) ro.hdf5_path = *s.output.hdf5;
+  ro.stop = [] { return g_stop_signal != 0; };
   SimulationResult res;
   {
     ProgressBar bar;
-    res = run_simulation(s, [&](int64_t done, double sim_s) { bar.update(done, sim_s); });
+    ro.progress = [&](int64_t done, double sim_s) { bar.update(done, sim_s); };
+    const SignalGuard signals;
+    res = run_simulation(s, ro);
   }
   const std::string json = summary_to_json(res.summary);
   if (s.output.summary_json) write_text_atomically(*s.output.summary_json, json);
-  if (s.output.hdf5) {
-    RunMeta meta;
-    meta.scenario_yaml = s.resolved_yaml;
-    meta.seed = s.seed;
-    meta.events = res.events;
-    meta.fingerprint = res.fingerprint;
-    write_run_file(*s.output.hdf5, *res.collector, res.summary, meta);
-  }
   if (!vm.count("quiet")) {
     out << "kvsim run " << s.path << ": " << res.model.name << " on " << s.gpu << ", block size "
         << res.engine.layout.block_size << ", " << res.engine.layout.num_blocks << " blocks ("
@@ -135,57 +182,13 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
     if (s.output.hdf5) out << "run file: " << *s.output.hdf5 << "\n";
     if (s.output.summary_json) out << "summary: " << *s.output.summary_json << "\n";
   }
-  return 0;
-}
-
-int run_bench_command(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc(
-      "kvsim bench [options]\n\nReplays a scenario (default: the whole Mooncake conversation trace on Qwen3-8B / H100 "
-      "with prefix caching) and reports simulator speed");
-  // clang-format off
-  desc.add_options()
-    ("help,h", "show this help")
-    ("scenario", po::value<std::string>()->default_value("scenarios/bench-mooncake.yaml"), "scenario to replay")
-    ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario key (repeatable)")
-    ("repeat", po::value<int>()->default_value(1), "runs; the fastest is reported");
-  // clang-format on
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(std::string("bench: ") + e.what());
+  if (res.interrupted) {
+    const int sig = g_stop_signal;
+    std::cerr << "kvsim: interrupted by " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << " at simulated "
+              << res.sim_time_s << " s; partial results written"
+              << (s.output.hdf5 ? " (" + *s.output.hdf5 + ": /meta/complete = 0)" : std::string()) << "\n";
+    return 128 + sig;
   }
-  if (vm.count("help")) {
-    out << desc << "\n";
-    return 0;
-  }
-  const std::vector<std::string> overrides =
-      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  Scenario s = load_scenario(vm["scenario"].as<std::string>(), overrides);
-  s.output = {};
-  const int repeat = std::max(1, vm["repeat"].as<int>());
-  double best = 1e300;
-  SimulationResult res;
-  for (int i = 0; i < repeat; ++i) {
-    res = run_simulation(s);
-    best = std::min(best, res.wall_s);
-  }
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  int64_t instances = 0;
-  for (const PoolRun& p : res.pools) instances += p.instances;
-  const auto steps = static_cast<double>(res.collector->steps().size());
-  char buf[640];
-  std::snprintf(buf, sizeof buf,
-                "bench %s: %lld requests, %lld instance%s, %.0f steps, %llu events, simulated %.1f s\n"
-                "  wall %.3f s (best of %d): %.0f requests/s, %.0f events/s, %.2f us per step; peak RSS %.1f MiB\n",
-                s.path.c_str(), static_cast<long long>(res.summary.requests.count), static_cast<long long>(instances),
-                instances == 1 ? "" : "s", steps, static_cast<unsigned long long>(res.events),
-                res.collector->steps().empty() ? 0.0 : res.collector->steps().back().end.seconds(), best, repeat,
-                res.summary.requests.count / best, res.events / best, steps > 0 ? best / steps * 1e6 : 0.0,
-                ru.ru_maxrss / 1024.0);
-  out << buf;
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "sim/core/units.h"
 #include "sim/engine/engine_instance.h"
 #include "sim/engine/engine_resolution.h"
+#include "sim/metrics/hdf5_writer.h"
 #include "sim/model/config_reader.h"
 #include "sim/model/sizing.h"
 #include "sim/perf/latency_factory.h"
@@ -56,6 +57,12 @@ std::string latency_tables_dir(const std::string& hardware_dir) {
 }
 
 SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, double)> progress) {
+  RunOptions o;
+  o.progress = std::move(progress);
+  return run_simulation(s, o);
+}
+
+SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
   const auto wall0 = std::chrono::steady_clock::now();
   SimulationResult res;
   res.scenario = s;
@@ -63,12 +70,10 @@ SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, d
   const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
 
   SimContext ctx(s.seed);
-  res.collector = std::make_unique<RunCollector>();
   std::unique_ptr<IRequestSource> source = make_request_source(s.workload, ctx.rng);
   // Every pool resolves its own engine on its own GPU; its instances share one latency model.
   std::vector<std::unique_ptr<ILatencyModel>> latency;
-  std::vector<std::unique_ptr<EngineInstance>> engines;
-  std::vector<EngineInstance*> instances;
+  std::vector<EngineConfig> configs;  // one per instance, in id order
   for (size_t pi = 0; pi < s.cluster.pools.size(); ++pi) {
     const PoolSettings& p = s.cluster.pools[pi];
     const ResolveContext where = pool_context(s, p);
@@ -89,21 +94,48 @@ SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, d
     run.role = p.role;
     run.gpu = gpu.name;
     run.tensor_parallel_size = p.engine.tensor_parallel_size;
-    run.first_instance = static_cast<int>(instances.size());
+    run.first_instance = static_cast<int>(configs.size());
     run.instances = p.instances;
     run.engine = cfg;
     for (int k = 0; k < p.instances; ++k) {
-      cfg.instance = static_cast<int>(instances.size());
+      cfg.instance = static_cast<int>(configs.size());
       cfg.pool = static_cast<int>(pi);
-      engines.push_back(std::make_unique<EngineInstance>(ctx, cfg, *latency.back(), *res.collector));
-      instances.push_back(engines.back().get());
+      configs.push_back(cfg);
     }
     res.pools.push_back(std::move(run));
   }
   res.engine = res.pools.front().engine;
+
+  std::unique_ptr<RunFileStream> file;
+  CollectorOptions co;
+  co.keep_records = options.keep_records;
+  co.steps = s.output.steps;
+  co.timeseries_interval_s = s.output.timeseries_interval_s;
+  co.exact_request_samples = options.exact_request_samples;
+  co.exact_itl_samples = options.exact_itl_samples;
+  co.chunk_rows = options.chunk_rows;
+  if (!options.hdf5_path.empty()) {
+    RunFileOptions fo;
+    fo.compression = s.output.compression;
+    for (const PoolRun& p : res.pools)
+      for (int k = 0; k < p.instances; ++k) fo.usable_blocks.push_back(p.engine.layout.num_blocks - 1);
+    file = std::make_unique<RunFileStream>(options.hdf5_path, fo);
+    co.stream = file.get();
+  }
+  res.collector = std::make_unique<RunCollector>(co);
+  std::vector<std::unique_ptr<EngineInstance>> engines;
+  std::vector<EngineInstance*> instances;
+  for (const EngineConfig& c : configs) {
+    engines.push_back(std::make_unique<EngineInstance>(ctx, c, *latency[static_cast<size_t>(c.pool)], *res.collector));
+    instances.push_back(engines.back().get());
+  }
   Cluster cluster(ctx, *source, instances, s.cluster.router);
-  if (progress) cluster.set_progress([&](int64_t done, SimTime now) { progress(done, now.seconds()); });
+  cluster.set_arrival_sink(res.collector.get());
+  if (options.progress) cluster.set_progress([&](int64_t done, SimTime now) { options.progress(done, now.seconds()); });
+  if (options.stop) cluster.set_stop(options.stop);
   const ServingResult sr = cluster.run();
+  res.interrupted = sr.interrupted;
+  res.sim_time_s = ctx.now().seconds();
   res.events = sr.events;
   res.fingerprint = sr.fingerprint;
   res.skipped_lines = source->skipped_lines();
@@ -126,8 +158,21 @@ SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, d
     info.pools.push_back(pi);
   }
   info.router = s.cluster.present ? s.cluster.router.policy : "";
+  res.collector->flush();
   res.summary = res.collector->summarize(info);
+  if (file) file->finish(res.summary, run_meta(res));
   return res;
+}
+
+RunMeta run_meta(const SimulationResult& r) {
+  RunMeta meta;
+  meta.scenario_yaml = r.scenario.resolved_yaml;
+  meta.seed = r.scenario.seed;
+  meta.events = r.events;
+  meta.fingerprint = r.fingerprint;
+  meta.complete = !r.interrupted;
+  meta.sim_time_s = r.sim_time_s;
+  return meta;
 }
 
 }  // namespace kvsim

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/engine/engine_config.h"
+#include "sim/metrics/hdf5_writer.h"
 #include "sim/metrics/run_collector.h"
 #include "sim/metrics/summary.h"
 #include "sim/model/hardware.h"
@@ -37,6 +38,23 @@ struct SimulationResult {
   uint64_t fingerprint = 0;
   double wall_s = 0;
   int64_t skipped_lines = 0;
+  bool interrupted = false;  // stopped by RunOptions::stop before the end
+  double sim_time_s = 0;     // simulated time reached
+};
+
+struct RunOptions {
+  // Keep every request row, step and sample in memory (tests and tools that read them back). kvsim
+  // run streams them to the run file instead, so memory does not grow with the run.
+  bool keep_records = true;
+  std::function<void(int64_t, double)> progress;  // (requests done, simulated seconds)
+  std::function<bool()> stop;                     // checked before every event; true stops the run
+  // The run file, opened before the run (a path that cannot be written fails at once) and filled as it
+  // goes; /meta/complete = false when the run was stopped. Empty: no file.
+  std::string hdf5_path;
+  // Collector limits (tests force the sketch or small chunks): exact quantiles up to this many samples.
+  int64_t exact_request_samples = CollectorOptions{}.exact_request_samples;
+  int64_t exact_itl_samples = CollectorOptions{}.exact_itl_samples;
+  size_t chunk_rows = CollectorOptions{}.chunk_rows;
 };
 
 // Resolves the engine configuration of the scenario's first pool (the top-level engine and gpu without a
@@ -50,5 +68,9 @@ std::string latency_tables_dir(const std::string& hardware_dir);
 
 // Runs the scenario to the end. `progress(done_requests, sim_seconds)` is called as requests finish.
 SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, double)> progress = {});
+// The same with streaming outputs, an optional run file and a stop check.
+SimulationResult run_simulation(const Scenario& s, const RunOptions& options);
+// The run file's /meta of a result: resolved scenario, seed, events, fingerprint, complete, time reached.
+RunMeta run_meta(const SimulationResult& r);
 
 }  // namespace kvsim

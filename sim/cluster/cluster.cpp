@@ -119,6 +119,7 @@ void Cluster::on_arrival() {
   RequestSpec spec = std::move(*next_);
   next_.reset();
   ++submitted_;
+  if (arrival_sink_ != nullptr) arrival_sink_->on_arrival(spec.id, spec.arrival);
   if (spec.prompt_tokens == 0)
     for (const Segment& s : spec.prompt) spec.prompt_tokens += s.tokens;
   if (report_interval_ > Duration::ns(0) && !report_pending_) {
@@ -164,10 +165,15 @@ ServingResult Cluster::run() {
     schedule_report(ctx_.now() + report_interval_);
   }
   schedule_next_arrival();
-  while (ctx_.queue.run_one()) {
-  }
-  invariants();
   ServingResult r;
+  if (stop_) {
+    while (!ctx_.queue.empty() && !stop_()) ctx_.queue.run_one();
+    r.interrupted = !ctx_.queue.empty();
+  } else {
+    while (ctx_.queue.run_one()) {
+    }
+  }
+  if (!r.interrupted) invariants();
   r.submitted = submitted_;
   for (const EngineInstance* e : instances_) {
     const EngineTotals& t = e->totals();

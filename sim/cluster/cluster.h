@@ -27,6 +27,7 @@
 #include "sim/cluster/router_settings.h"
 #include "sim/core/sim_context.h"
 #include "sim/engine/engine_instance.h"
+#include "sim/metrics/records.h"
 #include "sim/workload/request.h"
 
 namespace kvsim {
@@ -45,6 +46,7 @@ struct ServingResult {
   uint64_t fingerprint = 0;
   SimTime end_time;
   std::vector<int64_t> routed;  // requests sent to each instance
+  bool interrupted = false;     // stopped by set_stop() before the queue drained
 };
 
 class Cluster final : private IClusterView {
@@ -61,6 +63,11 @@ class Cluster final : private IClusterView {
   ~Cluster() override;
 
   void set_progress(ProgressFn fn) { progress_ = std::move(fn); }
+  // Receives on_arrival() for every request at its arrival (not owned; the metrics collector).
+  void set_arrival_sink(IRecordSink* sink) { arrival_sink_ = sink; }
+  // Checked before every event: true stops the run there (an interrupt); run() then skips the end-of-run
+  // invariants and reports interrupted = true.
+  void set_stop(std::function<bool()> stop) { stop_ = std::move(stop); }
   ServingResult run();
   // End-of-run invariants: the event queue is empty, the source drained, every submitted request
   // finished or was reported unfinished, and for every instance: nothing left running or waiting, its
@@ -97,6 +104,8 @@ class Cluster final : private IClusterView {
   bool report_pending_ = false;
   std::deque<std::pair<RequestSpec, int>> delayed_;  // routed, not yet submitted (FIFO: equal delays)
   ProgressFn progress_;
+  IRecordSink* arrival_sink_ = nullptr;
+  std::function<bool()> stop_;
   int closed_loop_ = 0;
   std::optional<RequestSpec> next_;
   std::vector<int64_t> routed_;

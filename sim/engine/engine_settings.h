@@ -22,7 +22,7 @@ struct EngineSettings {
   std::string kv_cache_dtype = "auto";           // auto: the model default (BF16; DeepSeek-V3.2 fp8_ds_mla)
   std::string state_dtype = "auto";              // mamba_ssm_cache_dtype: auto | bf16 | fp32 | mixed
   std::string weight_dtype = "auto";             // auto: as the config's quantization_config stores them, else BF16
-  std::optional<int64_t> max_model_len;  // default: the config's max_position_embeddings
+  std::optional<int64_t> max_model_len;          // default: the config's max_position_embeddings
   int64_t long_prefill_token_threshold = 0;
   std::string policy = "fcfs";  // fcfs | priority
   double watermark = 0.0;

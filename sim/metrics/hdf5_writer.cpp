@@ -6,6 +6,7 @@
 #include <limits>
 #include <system_error>
 
+#include "sim/core/check.h"
 #include "sim/metrics/hdf5_handles.h"
 
 namespace kvsim {
@@ -16,7 +17,6 @@ using h5::check_rc;
 using h5::Handle;
 
 constexpr hsize_t kChunkRows = 65536;
-constexpr unsigned kDeflateLevel = 4;
 
 template <typename T>
 struct TypeOf;
@@ -44,6 +44,7 @@ struct TypeOf<uint64_t> {
 class Writer {
  public:
   explicit Writer(std::string path) : path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
 
   Handle create_file() {
     Handle fcpl(check_id(H5Pcreate(H5P_FILE_CREATE), "H5Pcreate", path_), H5Pclose);
@@ -55,30 +56,6 @@ class Writer {
     Handle gcpl(check_id(H5Pcreate(H5P_GROUP_CREATE), "H5Pcreate", path_), H5Pclose);
     check_rc(H5Pset_obj_track_times(gcpl.get(), 0), "H5Pset_obj_track_times", path_);
     return Handle(check_id(H5Gcreate2(parent, name, H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), name, path_), H5Gclose);
-  }
-
-  // A 1-D dataset, chunked and deflated when it has rows and deflate is available.
-  template <typename T>
-  Handle column(hid_t group, const char* name, const std::vector<T>& data, const char* units = nullptr) {
-    const hsize_t n = data.size();
-    Handle space(check_id(H5Screate_simple(1, &n, nullptr), "H5Screate_simple", path_), H5Sclose);
-    Handle dcpl(check_id(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", path_), H5Pclose);
-    check_rc(H5Pset_obj_track_times(dcpl.get(), 0), "H5Pset_obj_track_times", path_);
-    if (n > 0 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
-      const hsize_t chunk = std::min(n, kChunkRows);
-      check_rc(H5Pset_chunk(dcpl.get(), 1, &chunk), "H5Pset_chunk", path_);
-      check_rc(H5Pset_shuffle(dcpl.get()), "H5Pset_shuffle", path_);
-      check_rc(H5Pset_deflate(dcpl.get(), kDeflateLevel), "H5Pset_deflate", path_);
-    }
-    Handle ds(check_id(H5Dcreate2(group, name, TypeOf<T>::file(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-                       std::string("create dataset ") + name, path_),
-              H5Dclose);
-    if (n > 0) {
-      check_rc(H5Dwrite(ds.get(), TypeOf<T>::memory(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()),
-               std::string("write dataset ") + name, path_);
-    }
-    if (units != nullptr) string_attribute(ds.get(), "units", units);
-    return ds;
   }
 
   void string_attribute(hid_t obj, const char* name, const std::string& value) {
@@ -116,103 +93,47 @@ auto column_of(const std::vector<Row>& rows, F f) {
   return out;
 }
 
-void write_requests(Writer& w, hid_t file, const RunCollector& c, const RunSummary& summary) {
-  Handle g = w.group(file, "requests");
-  const auto& rows = c.requests();
-  using R = RequestRow;
-  auto i64 = [](auto v) { return static_cast<int64_t>(v); };
-  w.column(g.get(), "id", column_of(rows, [](const R& r) { return r.id; }));
-  w.column(g.get(), "arrival_s", column_of(rows, [](const R& r) { return r.arrival.seconds(); }), "s");
-  w.column(g.get(), "first_scheduled_s",
-           column_of(rows, [](const R& r) { return r.first_scheduled ? r.first_scheduled->seconds() : kNaN; }), "s");
-  w.column(g.get(), "first_token_s",
-           column_of(rows, [](const R& r) { return time_or_nan(r.first_token, r.arrival, r.output_tokens > 0); }), "s");
-  w.column(g.get(), "finish_s",
-           column_of(rows, [](const R& r) { return time_or_nan(r.finish, r.arrival, r.finished); }), "s");
-  w.column(g.get(), "prompt_tokens", column_of(rows, [](const R& r) { return r.prompt_tokens; }));
-  w.column(g.get(), "output_tokens", column_of(rows, [](const R& r) { return r.output_tokens; }));
-  w.column(g.get(), "requested_output_tokens", column_of(rows, [](const R& r) { return r.requested_output_tokens; }));
-  w.column(g.get(), "matched_tokens", column_of(rows, [](const R& r) { return r.matched_tokens; }));
-  w.column(g.get(), "cached_tokens", column_of(rows, [](const R& r) { return r.cached_tokens; }));
-  w.column(g.get(), "lost_tokens", column_of(rows, [](const R& r) { return r.lost_tokens; }));
-  Handle cause =
-      w.column(g.get(), "miss_cause", column_of(rows, [](const R& r) { return static_cast<uint8_t>(r.cause); }));
-  std::string names;
-  for (int i = 0; i < kNumMissCauses; ++i) {
-    if (i > 0) names += ",";
-    names += miss_cause_name(static_cast<MissCause>(i));
+// An extendible 1-D dataset: created empty, chunked (and deflated when asked and available), grown
+// by each append.
+template <typename T>
+class Column {
+ public:
+  Column() = default;
+  Column(Writer& w, hid_t group, const char* name, int compression, const char* units = nullptr) : name_(name) {
+    const hsize_t zero = 0, unlimited = H5S_UNLIMITED;
+    Handle space(check_id(H5Screate_simple(1, &zero, &unlimited), "H5Screate_simple", w.path()), H5Sclose);
+    Handle dcpl(check_id(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", w.path()), H5Pclose);
+    check_rc(H5Pset_obj_track_times(dcpl.get(), 0), "H5Pset_obj_track_times", w.path());
+    const hsize_t chunk = kChunkRows;
+    check_rc(H5Pset_chunk(dcpl.get(), 1, &chunk), "H5Pset_chunk", w.path());
+    if (compression > 0 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
+      check_rc(H5Pset_shuffle(dcpl.get()), "H5Pset_shuffle", w.path());
+      check_rc(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(compression)), "H5Pset_deflate", w.path());
+    }
+    ds_ = Handle(check_id(H5Dcreate2(group, name, TypeOf<T>::file(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                          std::string("create dataset ") + name, w.path()),
+                 H5Dclose);
+    if (units != nullptr) w.string_attribute(ds_.get(), "units", units);
   }
-  w.string_attribute(cause.get(), "names", names);
-  w.column(g.get(), "preemptions", column_of(rows, [&](const R& r) { return i64(r.preemptions); }));
-  w.column(g.get(), "finished", column_of(rows, [](const R& r) { return static_cast<uint8_t>(r.finished ? 1 : 0); }));
-  w.column(g.get(), "instance", column_of(rows, [&](const R& r) { return i64(r.instance); }));
-  Handle pool = w.column(g.get(), "pool", column_of(rows, [&](const R& r) { return i64(r.pool); }));
-  std::string pools;
-  for (const PoolSummary& p : summary.pools) pools += (pools.empty() ? "" : ",") + p.info.name;
-  w.string_attribute(pool.get(), "names", pools.empty() ? "default" : pools);
-  w.column(g.get(), "prefix_queries_blocks", column_of(rows, [](const R& r) { return r.prefix_queries_blocks; }));
-  w.column(g.get(), "prefix_hits_blocks", column_of(rows, [](const R& r) { return r.prefix_hits_blocks; }));
-  w.column(g.get(), "saved_state_positions", c.saved_state_positions());
-  w.column(g.get(), "saved_state_offsets", c.saved_state_offsets());
-}
-
-void write_steps(Writer& w, hid_t file, const RunCollector& c) {
-  Handle g = w.group(file, "steps");
-  const auto& rows = c.steps();
-  using S = StepRecord;
-  auto i64 = [](auto v) { return static_cast<int64_t>(v); };
-  w.column(g.get(), "start_s", column_of(rows, [](const S& s) { return s.start.seconds(); }), "s");
-  w.column(g.get(), "end_s", column_of(rows, [](const S& s) { return s.end.seconds(); }), "s");
-  w.column(g.get(), "num_prefill_requests", column_of(rows, [&](const S& s) { return i64(s.num_prefill_requests); }));
-  w.column(g.get(), "num_decode_requests", column_of(rows, [&](const S& s) { return i64(s.num_decode_requests); }));
-  w.column(g.get(), "num_prefill_tokens", column_of(rows, [](const S& s) { return s.num_prefill_tokens; }));
-  w.column(g.get(), "num_decode_tokens", column_of(rows, [](const S& s) { return s.num_decode_tokens; }));
-  w.column(g.get(), "running", column_of(rows, [&](const S& s) { return i64(s.running); }));
-  w.column(g.get(), "waiting", column_of(rows, [&](const S& s) { return i64(s.waiting); }));
-  w.column(g.get(), "kv_blocks_used", column_of(rows, [](const S& s) { return s.kv_blocks_used; }));
-  w.column(g.get(), "kv_blocks_cached", column_of(rows, [](const S& s) { return s.kv_blocks_cached; }));
-  w.column(g.get(), "preemptions", column_of(rows, [&](const S& s) { return i64(s.preemptions); }));
-  w.column(g.get(), "instance", column_of(rows, [&](const S& s) { return i64(s.instance); }));
-}
-
-void write_timeseries(Writer& w, hid_t file, const RunCollector& c, const RunSummary& summary) {
-  Handle g = w.group(file, "timeseries");
-  const TimeSeries ts = c.timeseries();
-  w.column(g.get(), "time_s", ts.time_s, "s");
-  w.column(g.get(), "running", ts.running);
-  w.column(g.get(), "waiting", ts.waiting);
-  w.column(g.get(), "kv_blocks_used", ts.kv_blocks_used);
-  w.column(g.get(), "concurrency", ts.concurrency);
-  // Per instance: one row per step record, in step-end order (ties: record order).
-  const auto& steps = c.steps();
-  std::vector<size_t> order(steps.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a].end < steps[b].end; });
-  std::vector<int64_t> usable;  // per instance
-  for (const PoolSummary& p : summary.pools)
-    for (int k = 0; k < p.info.instances; ++k) usable.push_back(p.info.usable_blocks);
-  if (usable.empty()) usable.push_back(std::max<int64_t>(summary.kv_blocks.total - 1, 0));
-  std::vector<double> time_s, kv_usage;
-  std::vector<int64_t> instance, running, waiting, used;
-  for (size_t i : order) {
-    const StepRecord& st = steps[i];
-    const auto inst = static_cast<size_t>(st.instance);
-    const int64_t cap = inst < usable.size() ? usable[inst] : 0;
-    time_s.push_back(st.end.seconds());
-    instance.push_back(st.instance);
-    running.push_back(st.running);
-    waiting.push_back(st.waiting);
-    used.push_back(st.kv_blocks_used);
-    kv_usage.push_back(cap > 0 ? static_cast<double>(st.kv_blocks_used) / static_cast<double>(cap) : kNaN);
+  void append(Writer& w, const std::vector<T>& data) {
+    if (data.empty()) return;
+    const hsize_t n = data.size(), grown = size_ + n;
+    check_rc(H5Dset_extent(ds_.get(), &grown), std::string("extend dataset ") + name_, w.path());
+    Handle file_space(check_id(H5Dget_space(ds_.get()), "H5Dget_space", w.path()), H5Sclose);
+    check_rc(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &size_, nullptr, &n, nullptr), "H5Sselect_hyperslab",
+             w.path());
+    Handle mem_space(check_id(H5Screate_simple(1, &n, nullptr), "H5Screate_simple", w.path()), H5Sclose);
+    check_rc(H5Dwrite(ds_.get(), TypeOf<T>::memory(), mem_space.get(), file_space.get(), H5P_DEFAULT, data.data()),
+             std::string("write dataset ") + name_, w.path());
+    size_ = grown;
   }
-  Handle per = w.group(g.get(), "per_instance");
-  w.column(per.get(), "time_s", time_s, "s");
-  w.column(per.get(), "instance", instance);
-  w.column(per.get(), "running", running);
-  w.column(per.get(), "waiting", waiting);
-  w.column(per.get(), "kv_blocks_used", used);
-  w.column(per.get(), "kv_usage", kv_usage);
-}
+  hid_t id() const { return ds_.get(); }
+
+ private:
+  Handle ds_;
+  hsize_t size_ = 0;
+  std::string name_;
+};
 
 void write_summary(Writer& w, hid_t file, const RunSummary& s) {
   Handle g = w.group(file, "summary");
@@ -239,14 +160,92 @@ void write_meta(Writer& w, hid_t file, const RunMeta& m) {
   w.string_attribute(g.get(), "version", m.version);
   w.scalar_attribute(g.get(), "events", m.events);
   w.string_attribute(g.get(), "fingerprint", fingerprint_hex(m.fingerprint));
+  w.scalar_attribute(g.get(), "complete", static_cast<uint8_t>(m.complete ? 1 : 0));
+  w.scalar_attribute(g.get(), "sim_time_s", m.sim_time_s);
 }
 
 }  // namespace
 
-void write_run_file(const std::string& path, const RunCollector& collector, const RunSummary& summary,
-                    const RunMeta& meta) {
+struct RunFileStream::Impl {
+  explicit Impl(const std::string& tmp, const RunFileOptions& o) : w(tmp), capacity(o.usable_blocks) {
+    file = w.create_file();
+    const int z = o.compression;
+    Handle g = w.group(file.get(), "requests");
+    using D = Column<double>;
+    using I = Column<int64_t>;
+    rq_id = I(w, g.get(), "id", z);
+    rq_arrival = D(w, g.get(), "arrival_s", z, "s");
+    rq_first_scheduled = D(w, g.get(), "first_scheduled_s", z, "s");
+    rq_first_token = D(w, g.get(), "first_token_s", z, "s");
+    rq_finish = D(w, g.get(), "finish_s", z, "s");
+    rq_prompt = I(w, g.get(), "prompt_tokens", z);
+    rq_output = I(w, g.get(), "output_tokens", z);
+    rq_requested = I(w, g.get(), "requested_output_tokens", z);
+    rq_matched = I(w, g.get(), "matched_tokens", z);
+    rq_cached = I(w, g.get(), "cached_tokens", z);
+    rq_lost = I(w, g.get(), "lost_tokens", z);
+    rq_cause = Column<uint8_t>(w, g.get(), "miss_cause", z);
+    std::string names;
+    for (int i = 0; i < kNumMissCauses; ++i)
+      names += (i > 0 ? "," : "") + std::string(miss_cause_name(static_cast<MissCause>(i)));
+    w.string_attribute(rq_cause.id(), "names", names);
+    rq_preemptions = I(w, g.get(), "preemptions", z);
+    rq_finished = Column<uint8_t>(w, g.get(), "finished", z);
+    rq_instance = I(w, g.get(), "instance", z);
+    rq_pool = I(w, g.get(), "pool", z);
+    rq_queries = I(w, g.get(), "prefix_queries_blocks", z);
+    rq_hits = I(w, g.get(), "prefix_hits_blocks", z);
+    rq_positions = I(w, g.get(), "saved_state_positions", z);
+    rq_offsets = I(w, g.get(), "saved_state_offsets", z);
+    rq_offsets.append(w, std::vector<int64_t>{0});
+    Handle st = w.group(file.get(), "steps");
+    st_start = D(w, st.get(), "start_s", z, "s");
+    st_end = D(w, st.get(), "end_s", z, "s");
+    st_prefill_requests = I(w, st.get(), "num_prefill_requests", z);
+    st_decode_requests = I(w, st.get(), "num_decode_requests", z);
+    st_prefill_tokens = I(w, st.get(), "num_prefill_tokens", z);
+    st_decode_tokens = I(w, st.get(), "num_decode_tokens", z);
+    st_running = I(w, st.get(), "running", z);
+    st_waiting = I(w, st.get(), "waiting", z);
+    st_used = I(w, st.get(), "kv_blocks_used", z);
+    st_cached = I(w, st.get(), "kv_blocks_cached", z);
+    st_preemptions = I(w, st.get(), "preemptions", z);
+    st_instance = I(w, st.get(), "instance", z);
+    Handle ts = w.group(file.get(), "timeseries");
+    ts_time = D(w, ts.get(), "time_s", z, "s");
+    ts_running = I(w, ts.get(), "running", z);
+    ts_waiting = I(w, ts.get(), "waiting", z);
+    ts_used = I(w, ts.get(), "kv_blocks_used", z);
+    ts_concurrency = I(w, ts.get(), "concurrency", z);
+    Handle pi = w.group(ts.get(), "per_instance");
+    pi_time = D(w, pi.get(), "time_s", z, "s");
+    pi_instance = I(w, pi.get(), "instance", z);
+    pi_running = I(w, pi.get(), "running", z);
+    pi_waiting = I(w, pi.get(), "waiting", z);
+    pi_used = I(w, pi.get(), "kv_blocks_used", z);
+    pi_usage = D(w, pi.get(), "kv_usage", z);
+  }
+
+  Writer w;
+  std::vector<int64_t> capacity;
+  Handle file;
+  Column<int64_t> rq_id, rq_prompt, rq_output, rq_requested, rq_matched, rq_cached, rq_lost, rq_preemptions,
+      rq_instance, rq_pool, rq_queries, rq_hits, rq_positions, rq_offsets;
+  Column<double> rq_arrival, rq_first_scheduled, rq_first_token, rq_finish;
+  Column<uint8_t> rq_cause, rq_finished;
+  Column<double> st_start, st_end;
+  Column<int64_t> st_prefill_requests, st_decode_requests, st_prefill_tokens, st_decode_tokens, st_running, st_waiting,
+      st_used, st_cached, st_preemptions, st_instance;
+  Column<double> ts_time, pi_time, pi_usage;
+  Column<int64_t> ts_running, ts_waiting, ts_used, ts_concurrency, pi_instance, pi_running, pi_waiting, pi_used;
+};
+
+RunFileStream::RunFileStream(const std::string& path, RunFileOptions options) : path_(path), tmp_(path + ".tmp") {
   namespace fs = std::filesystem;
   if (path.empty()) throw OutputError("run file: empty output path");
+  if (options.compression < 0 || options.compression > 9)
+    throw OutputError("run file " + path + ": compression level must be 0..9 (got " +
+                      std::to_string(options.compression) + ")");
   const fs::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) {
@@ -256,27 +255,144 @@ void write_run_file(const std::string& path, const RunCollector& collector, cons
                         ": " + ec.message());
     }
   }
-  const std::string tmp = path + ".tmp";
   h5::QuietErrors quiet;
   try {
-    Writer w(tmp);
-    Handle file = w.create_file();
-    write_meta(w, file.get(), meta);
-    write_summary(w, file.get(), summary);
-    write_requests(w, file.get(), collector, summary);
-    write_steps(w, file.get(), collector);
-    write_timeseries(w, file.get(), collector, summary);
-    if (!file.close()) throw OutputError("HDF5: closing (flushing) failed for " + tmp);
+    impl_ = std::make_unique<Impl>(tmp_, options);
   } catch (const std::exception& e) {
-    fs::remove(tmp, ec);
+    impl_.reset();
+    fs::remove(tmp_, ec);
     throw OutputError(std::string("cannot write run file ") + path + ": " + e.what());
   }
-  fs::rename(tmp, target, ec);
+}
+
+RunFileStream::~RunFileStream() {
+  if (impl_ == nullptr) return;
+  impl_.reset();  // closes the file
+  std::error_code ec;
+  std::filesystem::remove(tmp_, ec);
+}
+
+template <typename F>
+void RunFileStream::guarded(F f) {
+  KVSIM_CHECK(impl_ != nullptr, "run file stream already finished");
+  h5::QuietErrors quiet;
+  try {
+    f(*impl_);
+  } catch (const std::exception& e) {
+    impl_.reset();
+    std::error_code ec;
+    std::filesystem::remove(tmp_, ec);
+    throw OutputError(std::string("cannot write run file ") + path_ + ": " + e.what());
+  }
+}
+
+void RunFileStream::write_requests(const std::vector<RequestRow>& rows, const std::vector<int64_t>& positions,
+                                   const std::vector<int64_t>& offsets) {
+  guarded([&](Impl& m) {
+    using R = RequestRow;
+    Writer& w = m.w;
+    auto i64 = [](auto v) { return static_cast<int64_t>(v); };
+    m.rq_id.append(w, column_of(rows, [](const R& r) { return r.id; }));
+    m.rq_arrival.append(w, column_of(rows, [](const R& r) { return r.arrival.seconds(); }));
+    m.rq_first_scheduled.append(
+        w, column_of(rows, [](const R& r) { return r.first_scheduled ? r.first_scheduled->seconds() : kNaN; }));
+    m.rq_first_token.append(
+        w, column_of(rows, [](const R& r) { return time_or_nan(r.first_token, r.arrival, r.output_tokens > 0); }));
+    m.rq_finish.append(w, column_of(rows, [](const R& r) { return time_or_nan(r.finish, r.arrival, r.finished); }));
+    m.rq_prompt.append(w, column_of(rows, [](const R& r) { return r.prompt_tokens; }));
+    m.rq_output.append(w, column_of(rows, [](const R& r) { return r.output_tokens; }));
+    m.rq_requested.append(w, column_of(rows, [](const R& r) { return r.requested_output_tokens; }));
+    m.rq_matched.append(w, column_of(rows, [](const R& r) { return r.matched_tokens; }));
+    m.rq_cached.append(w, column_of(rows, [](const R& r) { return r.cached_tokens; }));
+    m.rq_lost.append(w, column_of(rows, [](const R& r) { return r.lost_tokens; }));
+    m.rq_cause.append(w, column_of(rows, [](const R& r) { return static_cast<uint8_t>(r.cause); }));
+    m.rq_preemptions.append(w, column_of(rows, [&](const R& r) { return i64(r.preemptions); }));
+    m.rq_finished.append(w, column_of(rows, [](const R& r) { return static_cast<uint8_t>(r.finished ? 1 : 0); }));
+    m.rq_instance.append(w, column_of(rows, [&](const R& r) { return i64(r.instance); }));
+    m.rq_pool.append(w, column_of(rows, [&](const R& r) { return i64(r.pool); }));
+    m.rq_queries.append(w, column_of(rows, [](const R& r) { return r.prefix_queries_blocks; }));
+    m.rq_hits.append(w, column_of(rows, [](const R& r) { return r.prefix_hits_blocks; }));
+    m.rq_positions.append(w, positions);
+    m.rq_offsets.append(w, offsets);
+  });
+}
+
+void RunFileStream::write_steps(const std::vector<StepRecord>& rows) {
+  guarded([&](Impl& m) {
+    using S = StepRecord;
+    Writer& w = m.w;
+    auto i64 = [](auto v) { return static_cast<int64_t>(v); };
+    m.st_start.append(w, column_of(rows, [](const S& s) { return s.start.seconds(); }));
+    m.st_end.append(w, column_of(rows, [](const S& s) { return s.end.seconds(); }));
+    m.st_prefill_requests.append(w, column_of(rows, [&](const S& s) { return i64(s.num_prefill_requests); }));
+    m.st_decode_requests.append(w, column_of(rows, [&](const S& s) { return i64(s.num_decode_requests); }));
+    m.st_prefill_tokens.append(w, column_of(rows, [](const S& s) { return s.num_prefill_tokens; }));
+    m.st_decode_tokens.append(w, column_of(rows, [](const S& s) { return s.num_decode_tokens; }));
+    m.st_running.append(w, column_of(rows, [&](const S& s) { return i64(s.running); }));
+    m.st_waiting.append(w, column_of(rows, [&](const S& s) { return i64(s.waiting); }));
+    m.st_used.append(w, column_of(rows, [](const S& s) { return s.kv_blocks_used; }));
+    m.st_cached.append(w, column_of(rows, [](const S& s) { return s.kv_blocks_cached; }));
+    m.st_preemptions.append(w, column_of(rows, [&](const S& s) { return i64(s.preemptions); }));
+    m.st_instance.append(w, column_of(rows, [&](const S& s) { return i64(s.instance); }));
+  });
+}
+
+void RunFileStream::write_samples(const TimeSeries& ts, const InstanceSeries& is) {
+  guarded([&](Impl& m) {
+    Writer& w = m.w;
+    m.ts_time.append(w, ts.time_s);
+    m.ts_running.append(w, ts.running);
+    m.ts_waiting.append(w, ts.waiting);
+    m.ts_used.append(w, ts.kv_blocks_used);
+    m.ts_concurrency.append(w, ts.concurrency);
+    m.pi_time.append(w, is.time_s);
+    m.pi_instance.append(w, is.instance);
+    m.pi_running.append(w, is.running);
+    m.pi_waiting.append(w, is.waiting);
+    m.pi_used.append(w, is.kv_blocks_used);
+    std::vector<double> usage;
+    usage.reserve(is.size());
+    for (size_t k = 0; k < is.size(); ++k) {
+      const auto i = static_cast<size_t>(is.instance[k]);
+      const int64_t cap = i < m.capacity.size() ? m.capacity[i] : 0;
+      usage.push_back(cap > 0 ? static_cast<double>(is.kv_blocks_used[k]) / static_cast<double>(cap) : kNaN);
+    }
+    m.pi_usage.append(w, usage);
+  });
+}
+
+void RunFileStream::finish(const RunSummary& summary, const RunMeta& meta) {
+  guarded([&](Impl& m) {
+    std::string pools;
+    for (const PoolSummary& p : summary.pools) pools += (pools.empty() ? "" : ",") + p.info.name;
+    m.w.string_attribute(m.rq_pool.id(), "names", pools.empty() ? "default" : pools);
+    write_meta(m.w, m.file.get(), meta);
+    write_summary(m.w, m.file.get(), summary);
+    check_rc(H5Fflush(m.file.get(), H5F_SCOPE_GLOBAL), "flush", tmp_);
+  });
+  impl_.reset();  // closes every dataset, then the file
+  std::error_code ec;
+  std::filesystem::rename(tmp_, path_, ec);
   if (ec) {
     std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw OutputError("cannot write run file " + path + ": rename from " + tmp + " failed: " + ec.message());
+    std::filesystem::remove(tmp_, ignored);
+    throw OutputError("cannot write run file " + path_ + ": rename from " + tmp_ + " failed: " + ec.message());
   }
+}
+
+void write_run_file(const std::string& path, const RunCollector& collector, const RunSummary& summary,
+                    const RunMeta& meta, int compression) {
+  RunFileOptions o;
+  o.compression = compression;
+  for (const PoolSummary& p : summary.pools)
+    for (int k = 0; k < p.info.instances; ++k) o.usable_blocks.push_back(p.info.usable_blocks);
+  if (o.usable_blocks.empty()) o.usable_blocks.push_back(std::max<int64_t>(summary.kv_blocks.total - 1, 0));
+  RunFileStream stream(path, o);
+  std::vector<int64_t> ends(collector.saved_state_offsets().begin() + 1, collector.saved_state_offsets().end());
+  stream.write_requests(collector.requests(), collector.saved_state_positions(), ends);
+  stream.write_steps(collector.steps());
+  stream.write_samples(collector.timeseries(), collector.instance_series());
+  stream.finish(summary, meta);
 }
 
 }  // namespace kvsim

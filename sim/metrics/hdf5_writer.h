@@ -28,11 +28,13 @@
 // Time columns carry a "units" attribute ("s"). Strings are variable-length UTF-8. Object
 // modification times are not recorded, so identical runs give identical files apart from wall_s.
 //
+//   /meta also has complete (uint8: 0 for an interrupted run) and sim_time_s (simulated time reached).
 // Atomicity: the file is written to "<path>.tmp" and renamed to <path> only after it has been
 // closed successfully; on any failure the temporary file is removed and an OutputError naming the
 // path is thrown, so a failed write leaves neither file behind. Missing parent directories are
 // created.
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -54,10 +56,49 @@ struct RunMeta {
   std::string version = KVSIM_VERSION;
   uint64_t events = 0;
   uint64_t fingerprint = 0;
+  bool complete = true;   // false: the run was interrupted (SIGINT / SIGTERM) and stopped early
+  double sim_time_s = 0;  // simulated time reached
 };
 
+struct RunFileOptions {
+  // Deflate level of every column (0: none; 1..9 with the shuffle filter). The default comes from the
+  // size / time table in the README (speed section).
+  int compression = kDefaultCompression;
+  std::vector<int64_t> usable_blocks;  // per instance: /timeseries/per_instance/kv_usage = used / this
+  static constexpr int kDefaultCompression = 1;
+};
+
+// The run file written as the run goes: every dataset is created empty and extendible (chunks of 65,536
+// rows) in "<path>.tmp", rows are appended as IRunStream chunks arrive, finish() adds /summary and /meta
+// and renames the file to <path>. A stream destroyed before finish() (an error, an exception) removes its
+// temporary file, so no file under <path> is ever half written. Write failures are OutputErrors naming
+// the path. An interrupted run calls finish() with meta.complete = false.
+class RunFileStream final : public IRunStream {
+ public:
+  RunFileStream(const std::string& path, RunFileOptions options = {});
+  ~RunFileStream() override;
+  RunFileStream(const RunFileStream&) = delete;
+  RunFileStream& operator=(const RunFileStream&) = delete;
+
+  void write_requests(const std::vector<RequestRow>& rows, const std::vector<int64_t>& positions,
+                      const std::vector<int64_t>& offsets) override;
+  void write_steps(const std::vector<StepRecord>& steps) override;
+  void write_samples(const TimeSeries& series, const InstanceSeries& per_instance) override;
+  void finish(const RunSummary& summary, const RunMeta& meta);
+
+ private:
+  struct Impl;
+  template <typename F>
+  void guarded(F f);
+  std::string path_;
+  std::string tmp_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The whole file at once from a collector that kept its records (tests, small runs): the same layout
+// as a stream.
 void write_run_file(const std::string& path, const RunCollector& collector, const RunSummary& summary,
-                    const RunMeta& meta);
+                    const RunMeta& meta, int compression = RunFileOptions::kDefaultCompression);
 
 // A small reader for run files (tests, tools). Throws OutputError when the file, a dataset or an
 // attribute is missing.

@@ -65,6 +65,9 @@ struct StepRecord {
 class IRecordSink {
  public:
   virtual ~IRecordSink() = default;
+  // Request `id` arrived at `at` (at that instant; before its on_request_done). Concurrency counts from
+  // here; sinks that do not track it may ignore it.
+  virtual void on_arrival(RequestId /*id*/, SimTime /*at*/) {}
   virtual void on_request_done(const RequestRecord& r) = 0;
   virtual void on_step(const StepRecord& s) = 0;
   // `n` tokens of request `id` became available at `at` (first token included).

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
-#include <numeric>
 #include <utility>
 
 #include "sim/core/check.h"
@@ -13,39 +11,104 @@ namespace {
 
 double ms_between(SimTime from, SimTime to) { return static_cast<double>((to - from).ns()) * 1e-6; }
 
-// When a request left the instance: its finish, or for a rejected request (finished = false) the
-// rejection time the engine stores in `finish` (EngineInstance::emit_rejected). Never before arrival.
-int64_t leave_ns(const RequestRow& r) { return std::max(r.finish.ns(), r.arrival.ns()); }
-
-// Sorted arrival and leave times.
-struct Sweep {
-  std::vector<int64_t> arrivals;
-  std::vector<int64_t> finishes;
-};
-
-Sweep make_sweep(const std::vector<RequestRow>& rows) {
-  Sweep s;
-  s.arrivals.reserve(rows.size());
-  s.finishes.reserve(rows.size());
-  for (const auto& r : rows) {
-    s.arrivals.push_back(r.arrival.ns());
-    s.finishes.push_back(leave_ns(r));
-  }
-  std::sort(s.arrivals.begin(), s.arrivals.end());
-  std::sort(s.finishes.begin(), s.finishes.end());
-  return s;
-}
-
-// Requests in flight at time t: arrived at or before t, not finished at or before t.
-int64_t in_flight_at(const Sweep& s, int64_t t) {
-  const auto a = std::upper_bound(s.arrivals.begin(), s.arrivals.end(), t) - s.arrivals.begin();
-  const auto f = std::upper_bound(s.finishes.begin(), s.finishes.end(), t) - s.finishes.begin();
-  return static_cast<int64_t>(a - f);
+template <typename T>
+void append(std::vector<T>& to, const std::vector<T>& from) {
+  to.insert(to.end(), from.begin(), from.end());
 }
 
 }  // namespace
 
+RunCollector::RunCollector(CollectorOptions options)
+    : opt_(options),
+      ttft_(options.exact_request_samples),
+      tpot_(options.exact_request_samples),
+      e2e_(options.exact_request_samples),
+      queue_(options.exact_request_samples),
+      itl_(options.exact_itl_samples) {
+  KVSIM_CHECK(opt_.chunk_rows > 0, "chunk_rows must be positive");
+  KVSIM_CHECK(opt_.steps.mode != StepsOutput::Mode::kEvery || opt_.steps.every >= 1, "steps every N needs N >= 1");
+}
+
+// The simulation emits records in time order. A record from before the latest instant seen (only
+// hand-built record lists do that) counts at that instant: concurrency is then approximate, nothing else
+// depends on the order.
+void RunCollector::advance(int64_t t) {
+  if (t <= now_ns_) return;
+  level_ += pending_;
+  pending_ = 0;
+  peak_ = std::max(peak_, level_);
+  now_ns_ = t;
+}
+
+void RunCollector::on_arrival(RequestId, SimTime at) {
+  advance(at.ns());
+  ++pending_;
+  arrival_ns_in_flight_ += at.ns();
+  if (!any_arrival_ || at < first_arrival_) first_arrival_ = at;
+  any_arrival_ = true;
+  last_seen_ = std::max(last_seen_, at);
+}
+
 void RunCollector::on_request_done(const RequestRecord& r) {
+  // Leaving: a finish, or the rejection time of a rejected request (never before its arrival).
+  const SimTime leave = std::max(r.finish, r.arrival);
+  advance(leave.ns());
+  --level_;  // before arrivals pending at this instant: leaves count first
+  arrival_ns_in_flight_ -= r.arrival.ns();
+  area_left_ += (leave - r.arrival).ns();
+  if (!any_arrival_ || r.arrival < first_arrival_) first_arrival_ = r.arrival;
+  any_arrival_ = true;
+
+  ++count_;
+  output_tokens_ += r.output_tokens;
+  preemptions_ += r.preemptions;
+  prefix_.prompt_tokens += r.prompt_tokens;
+  prefix_.hit_tokens += r.cached_tokens;
+  prefix_.queries += r.prefix_queries_blocks;
+  prefix_.hits += r.prefix_hits_blocks;
+  if (r.cached_tokens > 0) ++prefix_.hit_requests;
+  const auto cause = static_cast<size_t>(r.cause);
+  KVSIM_CHECK(cause < prefix_.lost_tokens_by_cause.size(), "bad miss cause " << cause);
+  prefix_.lost_tokens_by_cause[cause] += r.lost_tokens;
+
+  KVSIM_CHECK(r.instance >= 0 && r.pool >= 0, "negative instance or pool");
+  if (static_cast<size_t>(r.instance) >= instances_.size()) instances_.resize(static_cast<size_t>(r.instance) + 1);
+  while (static_cast<size_t>(r.pool) >= pools_.size()) pools_.emplace_back(opt_.exact_request_samples);
+  InstanceAgg& ia = instances_[static_cast<size_t>(r.instance)];
+  ++ia.requests;
+  ia.prompt += r.prompt_tokens;
+  ia.hit += r.cached_tokens;
+  ia.preemptions += r.preemptions;
+  PoolAgg& pa = pools_[static_cast<size_t>(r.pool)];
+  ++pa.requests;
+  pa.prompt += r.prompt_tokens;
+  pa.hit += r.cached_tokens;
+  pa.preemptions += r.preemptions;
+
+  if (r.finished) {
+    ++finished_;
+    last_finish_ = any_finish_ ? std::max(last_finish_, r.finish) : r.finish;
+    any_finish_ = true;
+    last_seen_ = std::max(last_seen_, r.finish);
+    KVSIM_CHECK(r.first_scheduled.has_value(), "request " << r.id.value() << " finished without being scheduled");
+    const double e2e = ms_between(r.arrival, r.finish);
+    e2e_.add(e2e);
+    queue_.add(ms_between(r.arrival, *r.first_scheduled));
+    ++pa.finished;
+    pa.e2e.add(e2e);
+    if (r.output_tokens >= 1) {
+      const double ttft = ms_between(r.arrival, r.first_token);
+      ttft_.add(ttft);
+      pa.ttft.add(ttft);
+    }
+    if (r.output_tokens > 1) {
+      const double tpot = ms_between(r.first_token, r.finish) / static_cast<double>(r.output_tokens - 1);
+      tpot_.add(tpot);
+      pa.tpot.add(tpot);
+    }
+  }
+  last_delivery_.erase(r.id.value());
+
   RequestRow row;
   row.id = r.id.value();
   row.arrival = r.arrival;
@@ -65,17 +128,94 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   row.preemptions = r.preemptions;
   row.instance = r.instance;
   row.pool = r.pool;
-  requests_.push_back(row);
-  state_positions_.insert(state_positions_.end(), r.saved_state_positions.begin(), r.saved_state_positions.end());
-  state_offsets_.push_back(static_cast<int64_t>(state_positions_.size()));
-  last_delivery_.erase(row.id);
-  if (r.finished) last_seen_ = std::max(last_seen_, r.finish);
+  if (opt_.keep_records) {
+    requests_.push_back(row);
+    append(state_positions_, r.saved_state_positions);
+    state_offsets_.push_back(static_cast<int64_t>(state_positions_.size()));
+  }
+  if (opt_.stream != nullptr) {
+    chunk_requests_.push_back(row);
+    append(chunk_positions_, r.saved_state_positions);
+    chunk_offsets_.push_back(positions_written_ + static_cast<int64_t>(chunk_positions_.size()));
+    if (chunk_requests_.size() >= opt_.chunk_rows) {
+      opt_.stream->write_requests(chunk_requests_, chunk_positions_, chunk_offsets_);
+      positions_written_ += static_cast<int64_t>(chunk_positions_.size());
+      chunk_requests_.clear();
+      chunk_positions_.clear();
+      chunk_offsets_.clear();
+    }
+  }
 }
 
 void RunCollector::on_step(const StepRecord& s) {
   KVSIM_CHECK(s.end >= s.start, "step ends before it starts");
-  steps_.push_back(s);
+  KVSIM_CHECK(s.instance >= 0, "negative instance");
+  advance(s.end.ns());
   last_seen_ = std::max(last_seen_, s.end);
+  const auto i = static_cast<size_t>(s.instance);
+  if (i >= instances_.size()) instances_.resize(i + 1);
+  if (i >= latest_.size()) latest_.resize(i + 1);
+  instances_[i].busy_ns += (s.end - s.start).ns();
+  instances_[i].peak_used = std::max(instances_[i].peak_used, s.kv_blocks_used);
+  Latest& l = latest_[i];
+  sum_running_ += s.running - l.running;
+  sum_waiting_ += s.waiting - l.waiting;
+  sum_used_ += s.kv_blocks_used - l.used;
+  l = {s.running, s.waiting, s.kv_blocks_used, true};
+  peak_used_ = std::max(peak_used_, sum_used_);
+
+  const bool keep_step = opt_.steps.mode == StepsOutput::Mode::kAll ||
+                         (opt_.steps.mode == StepsOutput::Mode::kEvery && num_steps_ % opt_.steps.every == 0);
+  ++num_steps_;
+  if (keep_step) {
+    if (opt_.keep_records) steps_.push_back(s);
+    if (opt_.stream != nullptr) {
+      chunk_steps_.push_back(s);
+      if (chunk_steps_.size() >= opt_.chunk_rows) {
+        opt_.stream->write_steps(chunk_steps_);
+        chunk_steps_.clear();
+      }
+    }
+  }
+  if (opt_.timeseries_interval_s <= 0) {
+    sample(s.end, &s);
+  } else if (s.end.ns() >= next_sample_ns_) {
+    sample(s.end, nullptr);
+    const int64_t step = std::max<int64_t>(duration_from_seconds(opt_.timeseries_interval_s).ns(), 1);
+    next_sample_ns_ = (s.end.ns() / step + 1) * step;
+  }
+}
+
+// One aggregate sample, and per-instance rows: `only`'s instance, or every instance seen so far.
+void RunCollector::sample(SimTime at, const StepRecord* only) {
+  const auto into = [&](TimeSeries& ts, InstanceSeries& is) {
+    ts.time_s.push_back(at.seconds());
+    ts.running.push_back(sum_running_);
+    ts.waiting.push_back(sum_waiting_);
+    ts.kv_blocks_used.push_back(sum_used_);
+    ts.concurrency.push_back(level_ + pending_);
+    const auto row = [&](size_t i) {
+      is.time_s.push_back(at.seconds());
+      is.instance.push_back(static_cast<int64_t>(i));
+      is.running.push_back(latest_[i].running);
+      is.waiting.push_back(latest_[i].waiting);
+      is.kv_blocks_used.push_back(latest_[i].used);
+    };
+    if (only != nullptr) {
+      row(static_cast<size_t>(only->instance));
+    } else {
+      for (size_t i = 0; i < latest_.size(); ++i)
+        if (latest_[i].seen) row(i);
+    }
+  };
+  if (opt_.keep_records) into(series_, instance_series_);
+  if (opt_.stream == nullptr) return;
+  into(chunk_series_, chunk_instance_series_);
+  if (chunk_series_.size() >= opt_.chunk_rows || chunk_instance_series_.size() >= opt_.chunk_rows) {
+    opt_.stream->write_samples(chunk_series_, chunk_instance_series_);
+    chunk_series_.clear();
+    chunk_instance_series_.clear();
+  }
 }
 
 void RunCollector::on_tokens(RequestId id, SimTime at, int64_t n) {
@@ -84,125 +224,64 @@ void RunCollector::on_tokens(RequestId id, SimTime at, int64_t n) {
   auto [it, first] = last_delivery_.try_emplace(id.value(), at);
   if (!first) {
     KVSIM_CHECK(at >= it->second, "tokens of request " << id.value() << " delivered back in time");
-    itl_ms_.push_back(static_cast<float>(ms_between(it->second, at)));
+    itl_.add(static_cast<float>(ms_between(it->second, at)));
     it->second = at;
   }
   // The extra tokens of a multi-token delivery arrive with a gap of 0.
-  itl_ms_.insert(itl_ms_.end(), static_cast<size_t>(n - 1), 0.0f);
+  for (int64_t k = 1; k < n; ++k) itl_.add(0.0f);
 }
 
-SimTime RunCollector::end_of_run() const {
-  SimTime end = last_seen_;
-  for (const auto& r : requests_) end = std::max(end, r.arrival);
-  return end;
-}
-
-TimeSeries RunCollector::timeseries() const {
-  TimeSeries ts;
-  std::vector<size_t> order(steps_.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps_[a].end < steps_[b].end; });
-  const Sweep sweep = make_sweep(requests_);
-  std::map<int, const StepRecord*> latest;  // per instance; ordered so sums are deterministic
-  for (size_t i : order) {
-    const StepRecord& s = steps_[i];
-    latest[s.instance] = &s;
-    int64_t running = 0, waiting = 0, used = 0;
-    for (const auto& [instance, rec] : latest) {
-      running += rec->running;
-      waiting += rec->waiting;
-      used += rec->kv_blocks_used;
-    }
-    ts.time_s.push_back(s.end.seconds());
-    ts.running.push_back(running);
-    ts.waiting.push_back(waiting);
-    ts.kv_blocks_used.push_back(used);
-    ts.concurrency.push_back(in_flight_at(sweep, s.end.ns()));
+void RunCollector::flush() {
+  if (opt_.stream == nullptr) return;
+  if (!chunk_requests_.empty()) {
+    opt_.stream->write_requests(chunk_requests_, chunk_positions_, chunk_offsets_);
+    positions_written_ += static_cast<int64_t>(chunk_positions_.size());
+    chunk_requests_.clear();
+    chunk_positions_.clear();
+    chunk_offsets_.clear();
   }
-  return ts;
+  if (!chunk_steps_.empty()) opt_.stream->write_steps(chunk_steps_);
+  chunk_steps_.clear();
+  if (chunk_series_.size() > 0 || chunk_instance_series_.size() > 0)
+    opt_.stream->write_samples(chunk_series_, chunk_instance_series_);
+  chunk_series_.clear();
+  chunk_instance_series_.clear();
 }
+
+SimTime RunCollector::end_of_run() const { return last_seen_; }
 
 RunSummary RunCollector::summarize(const RunInfo& info) const {
   RunSummary out;
-  std::vector<double> ttft, tpot, e2e, queue;
-  int64_t output_tokens = 0;
-  bool any_finish = false;
-  SimTime first_arrival, last_finish;
+  out.requests.count = count_;
+  out.requests.finished = finished_;
+  out.requests.unfinished = count_ - finished_;
+  out.preemptions = preemptions_;
+  out.ttft_ms = ttft_.summarize();
+  out.tpot_ms = tpot_.summarize();
+  out.e2e_ms = e2e_.summarize();
+  out.queue_ms = queue_.summarize();
+  out.itl_ms = itl_.summarize();
+  out.prefix_cache = prefix_;
   auto& pc = out.prefix_cache;
-  for (const auto& r : requests_) {
-    ++out.requests.count;
-    if (out.requests.count == 1 || r.arrival < first_arrival) first_arrival = r.arrival;
-    output_tokens += r.output_tokens;
-    out.preemptions += r.preemptions;
-    pc.prompt_tokens += r.prompt_tokens;
-    pc.hit_tokens += r.cached_tokens;
-    pc.queries += r.prefix_queries_blocks;
-    pc.hits += r.prefix_hits_blocks;
-    if (r.cached_tokens > 0) ++pc.hit_requests;
-    const auto cause = static_cast<size_t>(r.cause);
-    KVSIM_CHECK(cause < pc.lost_tokens_by_cause.size(), "bad miss cause " << cause);
-    pc.lost_tokens_by_cause[cause] += r.lost_tokens;
-    if (!r.finished) {
-      ++out.requests.unfinished;
-      continue;
-    }
-    ++out.requests.finished;
-    last_finish = any_finish ? std::max(last_finish, r.finish) : r.finish;
-    any_finish = true;
-    e2e.push_back(ms_between(r.arrival, r.finish));
-    KVSIM_CHECK(r.first_scheduled.has_value(), "request " << r.id << " finished without being scheduled");
-    queue.push_back(ms_between(r.arrival, *r.first_scheduled));
-    if (r.output_tokens >= 1) ttft.push_back(ms_between(r.arrival, r.first_token));
-    if (r.output_tokens > 1) {
-      tpot.push_back(ms_between(r.first_token, r.finish) / static_cast<double>(r.output_tokens - 1));
-    }
-  }
-  out.ttft_ms = summarize_in_place(ttft);
-  out.tpot_ms = summarize_in_place(tpot);
-  out.e2e_ms = summarize_in_place(e2e);
-  out.queue_ms = summarize_in_place(queue);
-  std::vector<float> itl = itl_ms_;
-  out.itl_ms = summarize_in_place(itl);
-
   pc.token_hit_rate =
       pc.prompt_tokens > 0 ? static_cast<double>(pc.hit_tokens) / static_cast<double>(pc.prompt_tokens) : 0.0;
   pc.block_hit_rate = pc.queries > 0 ? static_cast<double>(pc.hits) / static_cast<double>(pc.queries) : 0.0;
-
-  if (any_finish && last_finish > first_arrival) {
-    const double span = (last_finish - first_arrival).seconds();
+  if (any_finish_ && last_finish_ > first_arrival_) {
+    const double span = (last_finish_ - first_arrival_).seconds();
     out.throughput.duration_s = span;
-    out.throughput.requests_per_s = static_cast<double>(out.requests.finished) / span;
-    out.throughput.output_tokens_per_s = static_cast<double>(output_tokens) / span;
+    out.throughput.requests_per_s = static_cast<double>(finished_) / span;
+    out.throughput.output_tokens_per_s = static_cast<double>(output_tokens_) / span;
   }
-
-  // Concurrency: sweep of +1 at arrival and -1 at finish, finishes first at equal times.
-  if (!requests_.empty()) {
-    std::vector<std::pair<int64_t, int>> events;
-    events.reserve(requests_.size() * 2);
-    for (const auto& r : requests_) {
-      events.emplace_back(r.arrival.ns(), +1);
-      events.emplace_back(leave_ns(r), -1);
-    }
-    std::sort(events.begin(), events.end());  // (time, -1) sorts before (time, +1)
-    const int64_t start = events.front().first;
+  if (any_arrival_) {
+    out.concurrency.peak = std::max(peak_, level_ + pending_);
+    const int64_t start = first_arrival_.ns();
     const int64_t end = std::max(end_of_run().ns(), start);
-    int64_t level = 0;
-    int64_t prev = start;
-    double area = 0;  // request-nanoseconds
-    for (const auto& [t, delta] : events) {
-      const int64_t clipped = std::min(t, end);
-      area += static_cast<double>(level) * static_cast<double>(clipped - prev);
-      prev = clipped;
-      level += delta;
-      out.concurrency.peak = std::max(out.concurrency.peak, level);
-    }
-    area += static_cast<double>(level) * static_cast<double>(end - prev);
-    out.concurrency.mean = end > start ? area / static_cast<double>(end - start) : 0.0;
+    // Requests still in flight (an interrupted run) count until the end.
+    const __int128 area = area_left_ + static_cast<__int128>(level_ + pending_) * end - arrival_ns_in_flight_;
+    out.concurrency.mean = end > start ? static_cast<double>(area) / static_cast<double>(end - start) : 0.0;
   }
-
   out.kv_blocks.total = info.kv_blocks_total;
-  const TimeSeries ts = timeseries();
-  for (int64_t used : ts.kv_blocks_used) out.kv_blocks.peak_used = std::max(out.kv_blocks.peak_used, used);
+  out.kv_blocks.peak_used = peak_used_;
   out.router = info.router;
   out.pools = summarize_pools(info.pools);
   out.sim.events = info.events;
@@ -213,27 +292,6 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
 
 std::vector<PoolSummary> RunCollector::summarize_pools(const std::vector<PoolInfo>& pools) const {
   std::vector<PoolSummary> out;
-  if (pools.empty()) return out;
-  int64_t num_instances = 0;
-  for (const PoolInfo& p : pools) num_instances = std::max<int64_t>(num_instances, p.first_instance + p.instances);
-  std::vector<InstanceSummary> inst(static_cast<size_t>(num_instances));
-  std::vector<int64_t> prompt(inst.size(), 0), hit(inst.size(), 0);
-  for (size_t i = 0; i < inst.size(); ++i) inst[i].instance = static_cast<int>(i);
-  for (const RequestRow& r : requests_) {
-    KVSIM_CHECK(r.instance >= 0 && r.instance < num_instances, "request " << r.id << " on unknown instance");
-    const auto i = static_cast<size_t>(r.instance);
-    ++inst[i].requests;
-    inst[i].preemptions += r.preemptions;
-    prompt[i] += r.prompt_tokens;
-    hit[i] += r.cached_tokens;
-  }
-  std::vector<int64_t> busy_ns(inst.size(), 0), peak_used(inst.size(), 0);
-  for (const StepRecord& s : steps_) {
-    const auto i = static_cast<size_t>(s.instance);
-    KVSIM_CHECK(s.instance >= 0 && s.instance < num_instances, "step on unknown instance " << s.instance);
-    busy_ns[i] += (s.end - s.start).ns();
-    peak_used[i] = std::max(peak_used[i], s.kv_blocks_used);
-  }
   // max / mean over the pool's instances.
   const auto imbalance = [](const std::vector<double>& v) {
     double sum = 0, top = 0;
@@ -248,32 +306,31 @@ std::vector<PoolSummary> RunCollector::summarize_pools(const std::vector<PoolInf
     const PoolInfo& info = pools[pi];
     PoolSummary p;
     p.info = info;
-    std::vector<double> ttft, tpot, e2e, reqs, busy;
-    for (const RequestRow& r : requests_) {
-      if (r.pool != static_cast<int32_t>(pi)) continue;
-      ++p.requests;
-      p.prompt_tokens += r.prompt_tokens;
-      p.hit_tokens += r.cached_tokens;
-      p.preemptions += r.preemptions;
-      if (!r.finished) continue;
-      ++p.finished;
-      e2e.push_back(ms_between(r.arrival, r.finish));
-      if (r.output_tokens >= 1) ttft.push_back(ms_between(r.arrival, r.first_token));
-      if (r.output_tokens > 1)
-        tpot.push_back(ms_between(r.first_token, r.finish) / static_cast<double>(r.output_tokens - 1));
+    if (pi < pools_.size()) {
+      const PoolAgg& a = pools_[pi];
+      p.requests = a.requests;
+      p.finished = a.finished;
+      p.prompt_tokens = a.prompt;
+      p.hit_tokens = a.hit;
+      p.preemptions = a.preemptions;
+      p.ttft_ms = a.ttft.summarize();
+      p.tpot_ms = a.tpot.summarize();
+      p.e2e_ms = a.e2e.summarize();
     }
     p.token_hit_rate =
         p.prompt_tokens > 0 ? static_cast<double>(p.hit_tokens) / static_cast<double>(p.prompt_tokens) : 0.0;
-    p.ttft_ms = summarize_in_place(ttft);
-    p.tpot_ms = summarize_in_place(tpot);
-    p.e2e_ms = summarize_in_place(e2e);
+    std::vector<double> reqs, busy;
     for (int k = 0; k < info.instances; ++k) {
       const auto i = static_cast<size_t>(info.first_instance + k);
-      InstanceSummary& s = inst[i];
-      s.busy_s = static_cast<double>(busy_ns[i]) * 1e-9;
-      s.token_hit_rate = prompt[i] > 0 ? static_cast<double>(hit[i]) / static_cast<double>(prompt[i]) : 0.0;
+      const InstanceAgg a = i < instances_.size() ? instances_[i] : InstanceAgg{};
+      InstanceSummary s;
+      s.instance = static_cast<int>(i);
+      s.requests = a.requests;
+      s.preemptions = a.preemptions;
+      s.busy_s = static_cast<double>(a.busy_ns) * 1e-9;
+      s.token_hit_rate = a.prompt > 0 ? static_cast<double>(a.hit) / static_cast<double>(a.prompt) : 0.0;
       s.peak_kv_usage =
-          info.usable_blocks > 0 ? static_cast<double>(peak_used[i]) / static_cast<double>(info.usable_blocks) : 0.0;
+          info.usable_blocks > 0 ? static_cast<double>(a.peak_used) / static_cast<double>(info.usable_blocks) : 0.0;
       p.peak_kv_usage = std::max(p.peak_kv_usage, s.peak_kv_usage);
       reqs.push_back(static_cast<double>(s.requests));
       busy.push_back(s.busy_s);

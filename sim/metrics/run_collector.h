@@ -1,7 +1,8 @@
 #pragma once
-// RunCollector: the in-memory sink of one run. It keeps one compact row per request (for
-// /requests), every step record (for /steps) and the inter-token gaps (for ITL), and derives the
-// time series and the RunSummary at the end of the run.
+// RunCollector: the sink of one run. Records are folded into aggregates as they arrive, so the summary
+// costs O(1) memory per request beyond the bounded quantile buffers (quantile_sketch.h); the rows of
+// /requests, /steps and /timeseries go to an optional IRunStream in fixed-size chunks as the run goes,
+// and are kept in memory only with CollectorOptions::keep_records (tests, write_run_file).
 //
 // Definitions (vLLM's, computed over *finished* requests only, as vLLM records them at finish):
 //   TTFT  = first_token - arrival                       (requests with output_tokens >= 1)
@@ -11,31 +12,33 @@
 // ITL comes from on_tokens(): for each request, the gap between consecutive token deliveries.
 // When n > 1 tokens arrive at once (speculative decoding, multi-token steps), the first of them
 // gets the gap since the previous delivery and the other n - 1 get a gap of 0, so a request
-// contributes exactly output_tokens - 1 gaps. The first delivery is TTFT, not an ITL gap.
-// Gaps are stored as float milliseconds (4 bytes per generated token; float keeps ~7 significant
-// digits, i.e. better than 1 ns for gaps below 10 ms); no other per-token data is kept. summarize()
-// sorts a copy, so memory peaks at 8 bytes per generated token then (1M requests x 100 tokens: ~0.8 GB;
-// measured ~1 GB RSS in total with the request rows). Per-request
-// bookkeeping for ITL (the last delivery time) lives only while a request is in flight and is
-// dropped by on_request_done(); tokens reported after on_request_done() start a new sequence.
+// contributes exactly output_tokens - 1 gaps. The first delivery is TTFT, not an ITL gap. Gaps are
+// float milliseconds. Quantiles are exact (numpy's linear interpolation) up to 2^20 samples of a request
+// metric and 2^23 ITL gaps, then come from a DDSketch within 0.4 % of the exact order statistic; means
+// are always exact. Per-request ITL bookkeeping (the last delivery time) lives only while a request is
+// in flight; tokens reported after on_request_done() start a new sequence.
 //
-// Concurrency is the number of requests between arrival and leaving the instance (finish, or the
-// rejection time of a rejected request). Its mean is time-weighted over [first arrival, end of run], where the end of
-// the run is the latest finish, step end or token delivery seen. At equal times finishes are applied
-// before arrivals, so a request leaving as another arrives does not raise the peak.
+// Concurrency is the number of requests between arrival (on_arrival) and leaving the instance (finish,
+// or the rejection time of a rejected request). Records come in time order (the simulation emits them
+// as they happen; an out-of-order record counts at the latest instant seen); at equal times leaves count before
+// arrivals, so a request leaving as another arrives does not raise the peak. Its mean is time-weighted over [first
+// arrival, end of run], where the end of the run is the latest finish, step end, token delivery or arrival seen.
 //
-// Time series are sampled once per step record, at the step's end, with the running / waiting /
-// KV-blocks-used values the step record carries (the state as the step was planned). With several
-// instances every sample is the sum over instances of each one's latest step record. Samples are
-// ordered by time, ties by arrival order of the records.
+// Time series are sampled at step ends (every step, or the first step end at or after each multiple of
+// CollectorOptions::timeseries_interval_s), with the running / waiting / KV-blocks-used values the step
+// record carries (the state as the step was planned). With several instances every sample is the sum
+// over instances of each one's latest step record; the per-instance series has one row per sampled
+// step (interval 0) or one per instance per sample. Concurrency in a sample is the level at that instant.
 //
 // Rows of /requests are in on_request_done() order (deterministic for a deterministic simulation).
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "sim/metrics/quantile_sketch.h"
 #include "sim/metrics/records.h"
 #include "sim/metrics/summary.h"
 
@@ -69,6 +72,48 @@ struct TimeSeries {
   std::vector<int64_t> waiting;
   std::vector<int64_t> kv_blocks_used;
   std::vector<int64_t> concurrency;
+  void clear() { *this = {}; }
+  size_t size() const { return time_s.size(); }
+};
+
+// /timeseries/per_instance rows (kv usage is derived by the writer from each instance's capacity).
+struct InstanceSeries {
+  std::vector<double> time_s;
+  std::vector<int64_t> instance;
+  std::vector<int64_t> running;
+  std::vector<int64_t> waiting;
+  std::vector<int64_t> kv_blocks_used;
+  void clear() { *this = {}; }
+  size_t size() const { return time_s.size(); }
+};
+
+// Receives the rows of a run in chunks, in order, as the run goes (the HDF5 run file stream).
+class IRunStream {
+ public:
+  virtual ~IRunStream() = default;
+  // Rows and their saved-state positions; offsets[i] is where row i's positions end, counted over all
+  // positions of the run (the run file's saved_state_offsets without its leading 0).
+  virtual void write_requests(const std::vector<RequestRow>& rows, const std::vector<int64_t>& positions,
+                              const std::vector<int64_t>& offsets) = 0;
+  virtual void write_steps(const std::vector<StepRecord>& steps) = 0;
+  virtual void write_samples(const TimeSeries& series, const InstanceSeries& per_instance) = 0;
+};
+
+// Which step records reach /steps.
+struct StepsOutput {
+  enum class Mode : uint8_t { kAll, kNone, kEvery };
+  Mode mode = Mode::kAll;
+  int64_t every = 1;  // kEvery: records 0, N, 2N, ... (in emission order)
+};
+
+struct CollectorOptions {
+  bool keep_records = true;      // rows, steps and samples also kept in memory (requests(), steps(), ...)
+  IRunStream* stream = nullptr;  // not owned
+  StepsOutput steps;
+  double timeseries_interval_s = 0;  // 0: a sample at every step end
+  int64_t exact_request_samples = int64_t{1} << 20;
+  int64_t exact_itl_samples = int64_t{1} << 23;
+  size_t chunk_rows = 65536;  // rows buffered before a stream write
 };
 
 // What the collector cannot see in records; the composition root supplies it at the end.
@@ -84,32 +129,80 @@ struct RunInfo {
 
 class RunCollector final : public IRecordSink {
  public:
+  explicit RunCollector(CollectorOptions options = {});
+  void on_arrival(RequestId id, SimTime at) override;
   void on_request_done(const RequestRecord& r) override;
   void on_step(const StepRecord& s) override;
   void on_tokens(RequestId id, SimTime at, int64_t n) override;
 
+  // Kept records (empty unless keep_records).
   const std::vector<RequestRow>& requests() const { return requests_; }
   // Saved-state positions of request i are positions[offsets[i] .. offsets[i + 1]).
   const std::vector<int64_t>& saved_state_positions() const { return state_positions_; }
   const std::vector<int64_t>& saved_state_offsets() const { return state_offsets_; }
   const std::vector<StepRecord>& steps() const { return steps_; }
-  const std::vector<float>& itl_gaps_ms() const { return itl_ms_; }
+  const TimeSeries& timeseries() const { return series_; }
+  const InstanceSeries& instance_series() const { return instance_series_; }
+  int64_t num_steps() const { return num_steps_; }  // step records received, kept or not
 
-  // Derived on demand (O(S log S + R log R)); call after the run.
-  TimeSeries timeseries() const;
+  // Writes what is still buffered to the stream (call once, at the end of the run or on interrupt).
+  void flush();
+  // The figures of the run so far; requests still in flight (an interrupted run) count in the
+  // concurrency only.
   RunSummary summarize(const RunInfo& info) const;
 
  private:
-  SimTime end_of_run() const;
+  // Per instance and per pool, for the pool blocks of a cluster summary.
+  struct InstanceAgg {
+    int64_t requests = 0, prompt = 0, hit = 0, preemptions = 0, busy_ns = 0, peak_used = 0;
+  };
+  struct PoolAgg {
+    explicit PoolAgg(int64_t exact) : ttft(exact), tpot(exact), e2e(exact) {}
+    int64_t requests = 0, finished = 0, prompt = 0, hit = 0, preemptions = 0;
+    StreamingDistribution<double> ttft, tpot, e2e;
+  };
+  struct Latest {
+    int64_t running = 0, waiting = 0, used = 0;
+    bool seen = false;
+  };
+  void advance(int64_t t);  // applies arrivals pending at an earlier instant
+  void sample(SimTime at, const StepRecord* only);
   std::vector<PoolSummary> summarize_pools(const std::vector<PoolInfo>& pools) const;
+  SimTime end_of_run() const;
 
+  CollectorOptions opt_;
+  // Request aggregates.
+  int64_t count_ = 0, finished_ = 0, output_tokens_ = 0, preemptions_ = 0;
+  RunSummary::PrefixCache prefix_;
+  bool any_arrival_ = false, any_finish_ = false;
+  SimTime first_arrival_, last_finish_, last_seen_;
+  StreamingDistribution<double> ttft_, tpot_, e2e_, queue_;
+  StreamingDistribution<float> itl_;
+  std::unordered_map<int64_t, SimTime> last_delivery_;  // lookup only; never iterated
+  std::vector<InstanceAgg> instances_;
+  std::vector<PoolAgg> pools_;
+  // Concurrency: level = arrived - left, arrivals at the current instant held in pending_.
+  int64_t level_ = 0, pending_ = 0, peak_ = 0, now_ns_ = INT64_MIN;
+  __int128 arrival_ns_in_flight_ = 0;  // sum of arrival times of requests in flight (pending included)
+  __int128 area_left_ = 0;             // sum of (leave - arrival) of requests that left
+  // Time series.
+  std::vector<Latest> latest_;
+  int64_t sum_running_ = 0, sum_waiting_ = 0, sum_used_ = 0, peak_used_ = 0;
+  int64_t next_sample_ns_ = INT64_MIN;
+  int64_t num_steps_ = 0;
+  // Kept records (keep_records) and chunk buffers (stream).
   std::vector<RequestRow> requests_;
   std::vector<int64_t> state_positions_;
   std::vector<int64_t> state_offsets_{0};
   std::vector<StepRecord> steps_;
-  std::vector<float> itl_ms_;
-  std::unordered_map<int64_t, SimTime> last_delivery_;  // lookup only; never iterated
-  SimTime last_seen_;
+  TimeSeries series_;
+  InstanceSeries instance_series_;
+  std::vector<RequestRow> chunk_requests_;
+  std::vector<int64_t> chunk_positions_, chunk_offsets_;
+  int64_t positions_written_ = 0;
+  std::vector<StepRecord> chunk_steps_;
+  TimeSeries chunk_series_;
+  InstanceSeries chunk_instance_series_;
 };
 
 }  // namespace kvsim

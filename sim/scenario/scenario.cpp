@@ -474,9 +474,28 @@ Scenario parse_scenario(const std::string& text, const std::string& source, cons
   }
 
   if (const YAML::Node o = root["output"]) {
-    r.only_keys(o, "output", {"hdf5", "summary_json"});
+    r.only_keys(o, "output", {"hdf5", "summary_json", "steps", "timeseries_interval", "compression"});
     if (o["hdf5"]) s.output.hdf5 = r.str(o["hdf5"], "output.hdf5");
     if (o["summary_json"]) s.output.summary_json = r.str(o["summary_json"], "output.summary_json");
+    if (o["steps"]) {
+      const std::string v = r.str(o["steps"], "output.steps");
+      if (v == "all") {
+        s.output.steps.mode = StepsOutput::Mode::kAll;
+      } else if (v == "none") {
+        s.output.steps.mode = StepsOutput::Mode::kNone;
+      } else if (v.rfind("every ", 0) == 0) {
+        s.output.steps.mode = StepsOutput::Mode::kEvery;
+        s.output.steps.every = r.integer(YAML::Node(v.substr(6)), "output.steps (every N)", 1);
+      } else {
+        r.fail("output.steps", "must be all, none or 'every N' (got '" + v + "')");
+      }
+    }
+    if (o["timeseries_interval"]) {
+      s.output.timeseries_interval_s = r.seconds(o["timeseries_interval"], "output.timeseries_interval");
+      if (s.output.timeseries_interval_s < 0) r.fail("output.timeseries_interval", "must be >= 0");
+    }
+    if (o["compression"])
+      s.output.compression = static_cast<int>(r.integer(o["compression"], "output.compression", 0, 9));
   }
   YAML::Emitter em;
   em << root;

@@ -10,13 +10,17 @@
 
 #include "sim/cluster/router_settings.h"
 #include "sim/engine/engine_settings.h"
+#include "sim/metrics/hdf5_writer.h"
 #include "sim/workload/workload_config.h"
 
 namespace kvsim {
 
 struct OutputSettings {
-  std::optional<std::string> hdf5;          // run file path
-  std::optional<std::string> summary_json;  // summary path
+  std::optional<std::string> hdf5;                        // run file path
+  std::optional<std::string> summary_json;                // summary path
+  StepsOutput steps;                                      // which step records reach /steps: all | none | every N
+  double timeseries_interval_s = 0;                       // 0: a /timeseries sample at every step end
+  int compression = RunFileOptions::kDefaultCompression;  // deflate level of the run file, 0..9
 };
 
 // One pool of identical engine instances (cluster.pools[i]).

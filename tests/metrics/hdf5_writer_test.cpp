@@ -20,8 +20,16 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
+// In time order, as a simulation emits them: request 43 arrives at 0 and is rejected at once; 42 arrives
+// at 100 ms, a step runs 100-150 ms, 42 finishes at 350 ms.
 RunCollector sample_collector() {
   RunCollector c;
+  RequestRecord u;
+  u.id = RequestId(43);
+  u.arrival = SimTime::zero();  // arrived at t = 0: "never scheduled" must not read as 0 s
+  u.prompt_tokens = 10;
+  c.on_arrival(u.id, u.arrival);
+  c.on_request_done(u);  // unfinished, never scheduled
   RequestRecord r;
   r.id = RequestId(42);
   r.arrival = SimTime::zero() + Duration::ms(100);
@@ -34,12 +42,7 @@ RunCollector sample_collector() {
   r.cause = MissCause::kEvicted;
   r.saved_state_positions = {512, 768};
   r.finished = true;
-  c.on_request_done(r);
-  RequestRecord u;
-  u.id = RequestId(43);
-  u.arrival = SimTime::zero();  // arrived at t = 0: "never scheduled" must not read as 0 s
-  u.prompt_tokens = 10;
-  c.on_request_done(u);  // unfinished, never scheduled
+  c.on_arrival(r.id, r.arrival);
   StepRecord s;
   s.start = SimTime::zero() + Duration::ms(100);
   s.end = SimTime::zero() + Duration::ms(150);
@@ -47,6 +50,7 @@ RunCollector sample_collector() {
   s.running = 1;
   s.kv_blocks_used = 63;
   c.on_step(s);
+  c.on_request_done(r);
   return c;
 }
 
@@ -71,20 +75,20 @@ TEST(Hdf5Writer, DatasetsAndMetaReadBack) {
   EXPECT_FALSE(fs::exists(path + ".tmp"));
 
   RunFileReader rd(path);
-  EXPECT_EQ(rd.read_ints("/requests/id"), (std::vector<int64_t>{42, 43}));
+  EXPECT_EQ(rd.read_ints("/requests/id"), (std::vector<int64_t>{43, 42}));  // on_request_done order
   const auto arrival = rd.read_doubles("/requests/arrival_s");
-  EXPECT_DOUBLE_EQ(arrival[0], 0.1);
+  EXPECT_DOUBLE_EQ(arrival[1], 0.1);
   const auto finish = rd.read_doubles("/requests/finish_s");
-  EXPECT_DOUBLE_EQ(finish[0], 0.35);
-  EXPECT_TRUE(std::isnan(finish[1]));                                          // unfinished
-  EXPECT_TRUE(std::isnan(rd.read_doubles("/requests/first_scheduled_s")[1]));  // never scheduled
-  EXPECT_EQ(rd.read_ints("/requests/cached_tokens"), (std::vector<int64_t>{512, 0}));
-  EXPECT_EQ(rd.read_ints("/requests/miss_cause")[0], static_cast<int64_t>(MissCause::kEvicted));
+  EXPECT_DOUBLE_EQ(finish[1], 0.35);
+  EXPECT_TRUE(std::isnan(finish[0]));                                          // unfinished
+  EXPECT_TRUE(std::isnan(rd.read_doubles("/requests/first_scheduled_s")[0]));  // never scheduled
+  EXPECT_EQ(rd.read_ints("/requests/cached_tokens"), (std::vector<int64_t>{0, 512}));
+  EXPECT_EQ(rd.read_ints("/requests/miss_cause")[1], static_cast<int64_t>(MissCause::kEvicted));
   EXPECT_EQ(rd.read_string_attribute("/requests/miss_cause", "names"),
             "none,never_seen,evicted,partial_block,different_image,no_saved_state,state_evicted");
-  EXPECT_EQ(rd.read_ints("/requests/finished"), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(rd.read_ints("/requests/finished"), (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(rd.read_ints("/requests/saved_state_positions"), (std::vector<int64_t>{512, 768}));
-  EXPECT_EQ(rd.read_ints("/requests/saved_state_offsets"), (std::vector<int64_t>{0, 2, 2}));
+  EXPECT_EQ(rd.read_ints("/requests/saved_state_offsets"), (std::vector<int64_t>{0, 0, 2}));
   EXPECT_EQ(rd.read_ints("/steps/num_prefill_tokens"), (std::vector<int64_t>{488}));
   EXPECT_EQ(rd.read_ints("/timeseries/kv_blocks_used"), (std::vector<int64_t>{63}));
   // At the step end (150 ms) only 42 (100-350 ms) is in flight: 43 was turned away at t = 0.
@@ -96,6 +100,7 @@ TEST(Hdf5Writer, DatasetsAndMetaReadBack) {
   EXPECT_EQ(rd.read_int_attribute("/meta", "seed"), 7);
   EXPECT_EQ(rd.read_int_attribute("/meta", "events"), 99);
   EXPECT_EQ(rd.read_string_attribute("/meta", "version"), KVSIM_VERSION);
+  EXPECT_EQ(rd.read_int_attribute("/meta", "complete"), 1);
   EXPECT_EQ(rd.read_string_attribute("/summary", "json"), summary_to_json(s));
   EXPECT_DOUBLE_EQ(rd.read_double_attribute("/summary", "ttft_p50_ms"), 50.0);
   EXPECT_TRUE(rd.exists("/steps/end_s"));
