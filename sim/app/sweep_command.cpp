@@ -133,7 +133,12 @@ int run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   opt.out_dir = vm.count("out") ? vm["out"].as<std::string>() : "runs/" + plan.file.name;
   opt.progress = isatty(STDERR_FILENO);
   if (vm.count("jobs") && vm["jobs"].as<int>() < 1) throw InputError("sweep: --jobs: must be >= 1");
-  const PointSimulator simulate = [](const Scenario& s) { return run_simulation(s).summary; };
+  // Nothing per request or step is kept: a point's memory stays flat however long its trace.
+  const PointSimulator simulate = [](const Scenario& s) {
+    RunOptions ro;
+    ro.keep_records = false;
+    return run_simulation(s, ro).summary;
+  };
 
   if (launched_by_mpirun()) {
     if (vm.count("shard")) throw InputError("sweep: --shard and mpirun: use one or the other");
