@@ -144,7 +144,7 @@ int run_bench_command(const std::vector<std::string>& args, std::ostream& out) {
     ("help,h", "show this help")
     ("scenario", po::value<std::string>()->default_value("scenarios/bench-mooncake.yaml"), "scenario to replay")
     ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario key (repeatable)")
-    ("repeat", po::value<int>()->default_value(1), "runs; the fastest is reported (1 to 100)")
+    ("repeat", po::value<int>()->default_value(1), "runs; the fastest is reported (1 to 1000)")
     ("out", po::value<std::string>(), "also write the run file (HDF5), streamed as in kvsim run")
     ("suite", "run every speed target (Azure / Vidur, Mooncake, 1 M and 10 M Poisson) and print a table")
     ("report", "print one machine-readable line: report WALL_S STEPS REQUESTS EVENTS");
@@ -161,9 +161,11 @@ int run_bench_command(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (vm.count("suite")) return run_suite(out);
+  constexpr int kMaxRepeat = 1000;
   const int repeat = vm["repeat"].as<int>();
-  if (repeat < 1 || repeat > 100)
-    throw InputError("bench: --repeat must be 1 to 100 (got " + std::to_string(repeat) + ")");
+  if (repeat < 1 || repeat > kMaxRepeat)
+    throw InputError("bench: --repeat must be in [1, " + std::to_string(kMaxRepeat) + "] (got " +
+                     std::to_string(repeat) + ")");
   const std::vector<std::string> overrides =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   Scenario s = load_scenario(vm["scenario"].as<std::string>(), overrides);

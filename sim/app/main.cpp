@@ -44,18 +44,18 @@ int main(int argc, char** argv) {
   try {
     return kvsim::dispatch_command(cmd, args, std::cout);
   } catch (const kvsim::InputError& e) {
-    std::cerr << "kvsim: error: " << e.what() << "\n";
+    std::cerr << "kvsim: error: " << kvsim::one_line(e.what()) << "\n";
     return 2;
   } catch (const kvsim::OutputError& e) {
     // An output path that cannot be written is bad input too (the user named it); nothing is left
     // half-written (hdf5_writer.h).
-    std::cerr << "kvsim: error: " << e.what() << "\n";
+    std::cerr << "kvsim: error: " << kvsim::one_line(e.what()) << "\n";
     return 2;
   } catch (const kvsim::InvariantError& e) {
-    std::cerr << "kvsim: internal error: " << e.what() << "\n";
+    std::cerr << "kvsim: internal error: " << kvsim::one_line(e.what()) << "\n";
     return 3;
   } catch (const std::exception& e) {
-    std::cerr << "kvsim: error: " << e.what() << "\n";
+    std::cerr << "kvsim: error: " << kvsim::one_line(e.what()) << "\n";
     return 1;
   }
 }

@@ -45,34 +45,6 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Writes "<path>.tmp" and renames it; on any failure the temporary file is removed and an
-// OutputError names the path (a parent that is a file, a read-only directory, a full disk).
-void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::filesystem::path p(path);
-  std::error_code ec;
-  if (p.has_parent_path()) {
-    std::filesystem::create_directories(p.parent_path(), ec);
-    if (ec) throw OutputError(path + ": cannot create directory " + p.parent_path().string() + ": " + ec.message());
-  }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw OutputError(path + ": cannot write");
-    f << text;
-    f.close();
-    if (!f) {
-      std::filesystem::remove(tmp, ec);
-      throw OutputError(path + ": write failed");
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw OutputError(path + ": cannot write: " + ec.message());
-  }
-}
-
 // The signal that asked the run to stop (0: none). A signal handler can only reach static storage;
 // this is the one piece of it, read through RunOptions::stop.
 volatile std::sig_atomic_t g_stop_signal = 0;
@@ -163,6 +135,7 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
   RunOptions ro;
   ro.keep_records = false;  // rows stream to the run file; memory stays flat however long the run
   if (s.output.hdf5) ro.hdf5_path = *s.output.hdf5;
+  if (s.output.summary_json) ro.summary_json_path = *s.output.summary_json;
   ro.stop = [] { return g_stop_signal != 0; };
   SimulationResult res;
   {
@@ -171,8 +144,6 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
     const SignalGuard signals;
     res = run_simulation(s, ro);
   }
-  const std::string json = summary_to_json(res.summary);
-  if (s.output.summary_json) write_text_atomically(*s.output.summary_json, json);
   if (!vm.count("quiet")) {
     out << "kvsim run " << s.path << ": " << res.model.name << " on " << s.gpu << ", block size "
         << res.engine.layout.block_size << ", " << res.engine.layout.num_blocks << " blocks ("

@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 
+#include "sim/app/startup_check.h"
 #include "sim/cluster/cluster.h"
 #include "sim/core/errors.h"
 #include "sim/core/sim_context.h"
@@ -21,6 +23,24 @@
 
 namespace kvsim {
 namespace {
+
+// Writes `text` to `path` (creating its directory); OutputError naming the path on failure.
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) {
+    std::filesystem::create_directories(p.parent_path(), ec);
+    if (ec) throw OutputError(path + ": cannot create directory " + p.parent_path().string() + ": " + ec.message());
+  }
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw OutputError(path + ": cannot write");
+  f << text;
+  f.close();
+  if (!f) {
+    std::filesystem::remove(path, ec);
+    throw OutputError(path + ": write failed");
+  }
+}
 
 // Error locations of a pool: the top-level keys for a scenario without a cluster: section.
 ResolveContext pool_context(const Scenario& s, const PoolSettings& p) {
@@ -79,6 +99,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     const ResolveContext where = pool_context(s, p);
     const GpuSpec& gpu = lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key);
     EngineConfig cfg = resolve_engine_config(p.engine, res.model, gpu, where);
+    check_engine_startup(cfg, p.engine, where);
     LatencyModelSpec lm;
     lm.name = p.engine.latency_model;
     lm.tp = p.engine.tensor_parallel_size;
@@ -160,7 +181,21 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
   info.router = s.cluster.present ? s.cluster.router.policy : "";
   res.collector->flush();
   res.summary = res.collector->summarize(info);
-  if (file) file->finish(res.summary, run_meta(res));
+  if (file) file->finish(res.summary, run_meta(res), /*commit_now=*/false);
+  if (!options.summary_json_path.empty()) {
+    const std::string& json = options.summary_json_path;
+    write_text_file(json + ".tmp", summary_to_json(res.summary));
+    std::error_code ec;
+    std::filesystem::remove(json, ec);  // never an old summary beside the new run file
+    if (file) file->commit();
+    std::filesystem::rename(json + ".tmp", json, ec);
+    if (ec) {
+      std::filesystem::remove(json + ".tmp", ec);
+      throw OutputError(json + ": cannot write: rename failed");
+    }
+  } else if (file) {
+    file->commit();
+  }
   return res;
 }
 

@@ -51,6 +51,10 @@ struct RunOptions {
   // The run file, opened before the run (a path that cannot be written fails at once) and filled as it
   // goes; /meta/complete = false when the run was stopped. Empty: no file.
   std::string hdf5_path;
+  // The summary JSON, written with the run file as a pair: both are complete in temporaries first,
+  // the old summary is removed, then the run file and the summary are renamed, so a summary never
+  // sits beside a run file of another run. Empty: none.
+  std::string summary_json_path;
   // Collector limits (tests force the sketch or small chunks): exact quantiles up to this many samples.
   int64_t exact_request_samples = CollectorOptions{}.exact_request_samples;
   int64_t exact_itl_samples = CollectorOptions{}.exact_itl_samples;

@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "sim/app/recompute_report.h"
 #include "sim/app/simulation.h"
@@ -17,6 +18,10 @@ namespace po = boost::program_options;
 
 namespace kvsim {
 namespace {
+
+// Far above any engine's block (hybrid "all" mode blocks are a few thousand tokens); beyond it a
+// block's bytes stop meaning anything.
+constexpr int kMaxBlockSize = 1 << 20;
 
 po::options_description size_options() {
   po::options_description d(
@@ -137,7 +142,13 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   opt.decode_tp = vm["decode-tp"].as<int>();
   if (opt.decode_tp < 0) throw InputError("--decode-tp must be >= 1");
   opt.engine = parse_engine(vm["engine"].as<std::string>(), "--engine");
-  if (vm.count("gpu-memory-utilization")) opt.memory_fraction = vm["gpu-memory-utilization"].as<double>();
+  if (vm.count("gpu-memory-utilization")) {
+    const double f = vm["gpu-memory-utilization"].as<double>();
+    if (!(f > 0.0 && f <= 1.0))
+      throw InputError("--gpu-memory-utilization must be in (0, 1] (got " + (std::ostringstream() << f).str() + ")");
+    if (!vm.count("gpu")) throw InputError("--gpu-memory-utilization needs --gpu (it sets the GPU's memory share)");
+    opt.memory_fraction = f;
+  }
   if (vm.count("activation-reserve"))
     opt.reserve_bytes = parse_bytes(vm["activation-reserve"].as<std::string>(), "--activation-reserve");
   const std::string bs = vm["block-size"].as<std::string>();
@@ -150,6 +161,8 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
       throw InputError("--block-size: expected a number of tokens or 'auto' (got '" + bs + "')");
     }
     if (opt.block_size <= 0) throw InputError("--block-size must be > 0 (got " + bs + ")");
+    if (opt.block_size > kMaxBlockSize)
+      throw InputError("--block-size must be <= " + std::to_string(kMaxBlockSize) + " tokens (got " + bs + ")");
   }
   opt.cla = vm["cla"].as<int>();
   if (opt.cla != 1 && opt.cla != 2 && opt.cla != 3) throw InputError("--cla must be 1, 2 or 3");

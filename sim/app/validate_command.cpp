@@ -28,6 +28,13 @@ std::string model_class(const ModelSpec& m) {
   return c.empty() ? "dense" : c;
 }
 
+// Column bounds: far above any measured point, and low enough that a point's requests
+// ((warm-up + requests per slot) x concurrency) and tokens stay countable.
+constexpr int64_t kMaxTp = 4096;
+constexpr int64_t kMaxConcurrency = 1000000;
+constexpr int64_t kMaxTokens = 1'000'000'000'000'000;  // 1e15: a rejected point is still reported
+constexpr int kMaxPerSlot = 100000;
+
 struct Row {
   ValidationPoint p;
   std::string cls;
@@ -63,10 +70,13 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
   for (size_t r = 0; r < f.rows.size(); ++r) {
     ValidationPoint p;
     p.line = f.lines[r];
-    auto positive_int = [&](int col) {
+    // The bound is checked before the cast: 3e9 concurrency wrapped negative and 1e30 became 0.
+    auto positive_int = [&](int col, int64_t max = kMaxTokens) {
       const double v = f.number(r, col);
       if (v < 1 || v != std::floor(v))
         throw InputError(f.where(r, col) + ": must be a whole number >= 1 (got " + f.text(r, col) + ")");
+      if (!(v <= static_cast<double>(max)))
+        throw InputError(f.where(r, col) + ": must be <= " + std::to_string(max) + " (got " + f.text(r, col) + ")");
       return static_cast<int64_t>(v);
     };
     auto positive = [&](int col) {
@@ -82,10 +92,10 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       for (const auto& [k, v] : hw.gpus) known += (known.empty() ? "" : ", ") + k;
       throw InputError(f.where(r, c_gpu) + ": unknown GPU '" + p.gpu + "' (known: " + known + ")");
     }
-    p.tp = static_cast<int>(positive_int(c_tp));
+    p.tp = static_cast<int>(positive_int(c_tp, kMaxTp));
     p.isl = positive_int(c_isl);
     p.osl = positive_int(c_osl);
-    p.concurrency = static_cast<int>(positive_int(c_conc));
+    p.concurrency = static_cast<int>(positive_int(c_conc, kMaxConcurrency));
     p.ttft_ms = positive(c_ttft);
     p.tpot_ms = positive(c_tpot);
     if (c_engine && !f.text(r, *c_engine).empty()) {
@@ -99,12 +109,8 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
         throw InputError(f.where(r, *c_dtype) + ": unknown dtype '" + p.dtype + "' (known: bf16, fp16, fp8, fp4)");
     }
     auto present = [&](const std::optional<int>& col) { return col && !f.text(r, *col).empty(); };
-    if (present(c_mnbt)) p.max_num_batched_tokens = positive_int(*c_mnbt);
-    if (present(c_mns)) {
-      const int64_t v = positive_int(*c_mns);
-      if (v > 1000000) throw InputError(f.where(r, *c_mns) + ": must be <= 1000000 (got " + f.text(r, *c_mns) + ")");
-      p.max_num_seqs = static_cast<int>(v);
-    }
+    if (present(c_mnbt)) p.max_num_batched_tokens = positive_int(*c_mnbt, INT32_MAX);
+    if (present(c_mns)) p.max_num_seqs = static_cast<int>(positive_int(*c_mns, kMaxConcurrency));
     if (present(c_chunk)) {
       const std::string v = f.text(r, *c_chunk);
       if (v == "true" || v == "1")
@@ -211,10 +217,13 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   protocol.requests_per_slot = vm["requests-per-slot"].as<int>();
   protocol.warmup_per_slot = vm["warmup-per-slot"].as<int>();
   protocol.use_engine_columns = !vm["engine-defaults"].as<bool>();
-  if (protocol.requests_per_slot < 1) throw InputError("--requests-per-slot must be >= 1");
-  if (protocol.warmup_per_slot < 0) throw InputError("--warmup-per-slot must be >= 0");
+  if (protocol.requests_per_slot < 1 || protocol.requests_per_slot > kMaxPerSlot)
+    throw InputError("--requests-per-slot must be in [1, " + std::to_string(kMaxPerSlot) + "]");
+  if (protocol.warmup_per_slot < 0 || protocol.warmup_per_slot > kMaxPerSlot)
+    throw InputError("--warmup-per-slot must be in [0, " + std::to_string(kMaxPerSlot) + "]");
   protocol.extra_clients = vm["extra-clients"].as<int>();
-  if (protocol.extra_clients < 0) throw InputError("--extra-clients must be >= 0");
+  if (protocol.extra_clients < 0 || protocol.extra_clients > kMaxConcurrency)
+    throw InputError("--extra-clients must be in [0, " + std::to_string(kMaxConcurrency) + "]");
   const std::string lm = vm["latency-model"].as<std::string>();
   if (lm != "calibrated" && lm != "roofline")
     throw InputError("--latency-model: unknown model '" + lm + "' (known: calibrated, roofline)");
@@ -223,6 +232,7 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   const auto points = read_validation_points(path, hw);
 
   std::vector<Row> rows;
+  std::vector<int> excluded;  // lines of points with no finished request
   char buf[320];
   std::snprintf(buf, sizeof buf, "%-5s %-28s %-10s %-6s %2s %5s %5s %4s %9s %9s %7s %8s %8s %7s\n", "line", "model",
                 "gpu", "engine", "tp", "isl", "osl", "conc", "ttft_ms", "pred", "err%", "tpot_ms", "pred", "err%");
@@ -244,6 +254,21 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     row.tpot = m.tpot_ms;
     std::string name = p.model.substr(p.model.find_last_of('/') + 1);
     if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.resize(name.size() - 5);
+    if (m.requests == 0) {
+      // Nothing measured (every request rejected): no prediction, so no error in the medians.
+      std::string why;
+      for (int k = 1; k < kNumRejectReasons; ++k)
+        if (r.summary.requests.rejected[static_cast<size_t>(k)] > 0)
+          why += (why.empty() ? "" : ", ") + std::string(reject_reason_name(static_cast<RejectReason>(k)));
+      std::snprintf(buf, sizeof buf,
+                    "%-5d %-28s %-10s %-6s %2d %5lld %5lld %4d %9.1f excluded: no request finished%s\n", p.line,
+                    name.c_str(), p.gpu.c_str(), p.engine.c_str(), p.tp, static_cast<long long>(p.isl),
+                    static_cast<long long>(p.osl), p.concurrency, p.ttft_ms,
+                    why.empty() ? "" : (" (rejected: " + why + ")").c_str());
+      out << buf;
+      excluded.push_back(p.line);
+      continue;
+    }
     std::snprintf(buf, sizeof buf, "%-5d %-28s %-10s %-6s %2d %5lld %5lld %4d %9.1f %9.1f %+7.1f %8.2f %8.2f %+7.1f\n",
                   p.line, name.c_str(), p.gpu.c_str(), p.engine.c_str(), p.tp, static_cast<long long>(p.isl),
                   static_cast<long long>(p.osl), p.concurrency, p.ttft_ms, row.ttft,
@@ -268,6 +293,11 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   }
   for (const auto& [cls, v] : by_class) print_summary(cls, v, out);
   if (!all.empty()) print_summary("all", all, out);
+  if (!excluded.empty()) {
+    out << "excluded " << excluded.size() << " point(s) with no finished request, lines";
+    for (int line : excluded) out << " " << line;
+    out << "\n";
+  }
   return 0;
 }
 

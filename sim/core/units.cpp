@@ -71,15 +71,21 @@ double parse_bandwidth(const std::string& text, const std::string& what) {
   if (unit.size() < 3 || unit.substr(unit.size() - 2) != "/s") bad(what, text, "bandwidth with a /s unit");
   std::string base = unit.substr(0, unit.size() - 2);
   if (v <= 0) bad(what, text, "a positive bandwidth");
+  double bytes_per_s = 0;
   if (base.size() >= 2 && base.back() == 'b') {  // bits: Gb/s, Mb/s
     static const std::map<std::string, double> bits = {{"Kb", 1e3}, {"Mb", 1e6}, {"Gb", 1e9}, {"Tb", 1e12}};
     auto it = bits.find(base);
     if (it == bits.end()) bad(what, text, "bandwidth (Kb/s, Mb/s, Gb/s, Tb/s or bytes per second)");
-    return v * it->second / 8.0;
+    bytes_per_s = v * it->second / 8.0;
+  } else {
+    auto it = byte_units().find(base);
+    if (it == byte_units().end() || base.empty()) bad(what, text, "bandwidth (e.g. 900GB/s, 400Gb/s)");
+    bytes_per_s = v * it->second;
   }
-  auto it = byte_units().find(base);
-  if (it == byte_units().end() || base.empty()) bad(what, text, "bandwidth (e.g. 900GB/s, 400Gb/s)");
-  return v * it->second;
+  // Outside these bounds a transfer time overflows the clock or underflows to nothing.
+  if (!(bytes_per_s >= kMinBandwidth && bytes_per_s <= kMaxBandwidth))
+    bad(what, text, "a bandwidth between 1 MB/s and 1e9 TB/s");
+  return bytes_per_s;
 }
 
 Duration parse_duration(const std::string& text, const std::string& what) {
@@ -91,6 +97,9 @@ Duration parse_duration(const std::string& text, const std::string& what) {
   auto it = k.find(unit);
   if (it == k.end()) bad(what, text, "a duration (units ns, us, ms, s, min, h)");
   if (v < 0) bad(what, text, "a non-negative duration");
+  // The clock counts int64 nanoseconds (about 292 years); duration_from_seconds would throw a
+  // std::invalid_argument that names neither file nor key.
+  if (!(v * it->second <= kMaxDurationSeconds)) bad(what, text, "a duration of at most 1e9 s");
   return duration_from_seconds(v * it->second);
 }
 
@@ -103,6 +112,9 @@ double parse_flops(const std::string& text, const std::string& what) {
   auto it = k.find(unit);
   if (it == k.end()) bad(what, text, "FLOP/s (units GFLOP/s, TFLOP/s, PFLOP/s)");
   if (v <= 0) bad(what, text, "a positive FLOP/s");
+  // Outside these bounds a step time overflows the clock or underflows to nothing.
+  if (!(v * it->second >= kMinFlops && v * it->second <= kMaxFlops))
+    bad(what, text, "FLOP/s between 1 TFLOP/s and 1e9 PFLOP/s");
   return v * it->second;
 }
 

@@ -36,6 +36,9 @@ struct EngineConfig {
   int instance = 0;                          // cluster-wide instance index, copied into every record
   int pool = 0;                              // index of the instance's pool, copied into request records
   int64_t sparse_topk = 0;  // sparse attention (DeepSeek-V3.2 DSA index_topk): keys each query reads; 0 = dense
+  // Progress watchdog (Scheduler): preempting one request this many times without it computing a token
+  // it had not computed before fails KVSIM_CHECK (a livelock the no-progress rejection missed).
+  int max_preemptions_without_progress = 1000;
 
   // Hybrid models (layouts with state groups) only; ignored otherwise.
   MambaCacheMode mamba_cache_mode = MambaCacheMode::kAlign;

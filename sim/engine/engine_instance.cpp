@@ -1,6 +1,7 @@
 #include "sim/engine/engine_instance.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "sim/core/check.h"
 #include "sim/core/errors.h"
@@ -44,6 +45,7 @@ void EngineInstance::submit(RequestSpec spec, SimTime arrival) {
   if (prompt <= 0 || prompt >= config_.max_model_len) {
     // vLLM rejects such a request at its API; here it leaves with an unfinished record.
     RequestRecord rec;
+    rec.rejected = prompt <= 0 ? RejectReason::kEmptyPrompt : RejectReason::kPromptTooLong;
     rec.id = spec.id;
     rec.arrival = arrival;
     rec.prompt_tokens = prompt;
@@ -79,6 +81,12 @@ void EngineInstance::on_schedule() {
   while (true) {
     scheduler_.schedule(ctx_.now(), out_);
     totals_.preemptions += out_.preemptions;
+    for (int slot : out_.rejected) {
+      EngineRequest& r = scheduler_.request(slot);
+      r.record.output_tokens = r.generated;
+      emit_rejected(r.record);
+      scheduler_.release(slot);
+    }
     if (!out_.scheduled.empty()) break;
     if (scheduler_.num_waiting() == 0 && scheduler_.num_running() == 0) return;
     if (out_.preemptions > 0) continue;  // a request preempted itself; admission runs next round
@@ -91,6 +99,12 @@ void EngineInstance::on_schedule() {
   const BatchShape shape = batch_shape();
   const Duration d = latency_.step_time(shape);
   KVSIM_CHECK(d >= Duration::ns(0), "negative step time from " << latency_.name());
+  // The clock counts int64 nanoseconds (about 292 years). Input bounds keep one step far below that,
+  // but a long run of very slow steps (a GPU of 1 TFLOP/s and 1 MB/s) could still pass it.
+  if (d.ns() > INT64_MAX - ctx_.now().ns())
+    throw InputError("the simulated clock would pass 292 years (a step of " + std::to_string(d.seconds()) + " s at " +
+                     std::to_string(ctx_.now().seconds()) +
+                     " s): the GPU's FLOP/s and bandwidths are too low for this workload");
   step_start_ = ctx_.now();
   step_in_flight_ = true;
   ctx_.queue.schedule(ctx_.now() + d, Phase::kStepDone, kTagStepDone, [this] { on_step_done(); });
@@ -164,6 +178,7 @@ void EngineInstance::on_step_done() {
     }
     r.num_computed += s.num_tokens;
     KVSIM_CHECK(r.num_computed <= r.num_tokens, "computed beyond the sequence");
+    scheduler_.note_progress(s.slot);
     if (r.num_computed < r.num_tokens) continue;
     // The step computed the last known token: one token is sampled at step end.
     scheduler_.append_token(s.slot);

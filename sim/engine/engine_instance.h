@@ -10,8 +10,10 @@
 // emitted); a StepRecord is emitted; the next step is planned at once if there is work. No async
 // scheduling: a step is planned only after the previous one ended.
 //
-// Requests that can never run are rejected with an unfinished RequestRecord: an empty prompt, a prompt
-// of max_model_len tokens or more, or one whose blocks do not fit in the empty pool.
+// Requests that can never run are rejected with an unfinished RequestRecord and a RejectReason: an
+// empty prompt, a prompt of max_model_len tokens or more, one whose blocks do not fit in the empty
+// pool (or beyond the budget without chunked prefill), or one that preempts itself alone in the pool
+// and so can never finish (Scheduler, kNoProgress).
 #include <cstdint>
 #include <functional>
 #include <span>

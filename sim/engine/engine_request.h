@@ -25,6 +25,11 @@ struct EngineRequest {
   // (set at every admission lookup; 0: none). The align split stops at its block floor (PR #37898).
   int64_t shared_prefix_boundary = 0;
   uint64_t arrival_seq = 0;  // submission order (tie-break for the priority policy)
+  // Progress watchdog: the most tokens ever computed, preemptions since that mark last rose, and the
+  // mark at the last preemption in which the request preempted itself alone (-1: none).
+  int64_t max_computed = 0;
+  int preemptions_without_progress = 0;
+  int64_t alone_preempted_at = -1;
   RequestStatus status = RequestStatus::kFree;
   bool first_token_emitted = false;
   RequestRecord record;

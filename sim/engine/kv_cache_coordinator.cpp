@@ -197,4 +197,14 @@ int64_t KvCacheCoordinator::num_held_blocks(int slot) const {
   return n;
 }
 
+int64_t KvCacheCoordinator::blocks_for_request(int64_t num_tokens) const {
+  // vLLM KVCacheSpec.max_memory_usage_bytes in blocks: a block per block column of the sequence,
+  // capped per group (sliding window: the window's blocks + 1; state: 1 block in mode none, 2 in
+  // align, every column in all).
+  const int64_t columns = (std::min(num_tokens, max_model_len_) + block_size_ - 1) / block_size_;
+  int64_t blocks = 0;
+  for (const auto& m : managers_) blocks += std::min(columns, m->max_blocks_per_request());
+  return blocks;
+}
+
 }  // namespace kvsim

@@ -88,6 +88,9 @@ class KvCacheCoordinator {
   // Frees every group's blocks, tail first.
   void free(int slot);
   int64_t num_held_blocks(int slot) const;
+  // The most blocks one request of `num_tokens` tokens holds at once (vLLM max_memory_usage_bytes in
+  // blocks): a block per block column in each group, capped at max_blocks_per_request().
+  int64_t blocks_for_request(int64_t num_tokens) const;
 
  private:
   void init(const KvCacheLayout& layout, int64_t max_in_flight_tokens, const EngineConfig* config);

@@ -92,7 +92,34 @@ void Scheduler::preempt(int slot) {
   r.num_computed = 0;
   r.status = RequestStatus::kPreempted;
   ++r.record.preemptions;
+  ++r.preemptions_without_progress;
+  KVSIM_CHECK(r.preemptions_without_progress < config_.max_preemptions_without_progress,
+              "livelock: request " << r.record.id.value() << " preempted " << r.preemptions_without_progress
+                                   << " times without computing a new token (stuck at " << r.max_computed << " of "
+                                   << r.num_tokens << " tokens)");
   waiting_push_front(slot);
+}
+
+void Scheduler::preempt_alone(int slot, SchedulerOutput& out) {
+  EngineRequest& r = request(slot);
+  if (r.alone_preempted_at != r.max_computed) {
+    r.alone_preempted_at = r.max_computed;
+    preempt(slot);
+    return;
+  }
+  kv_.free(slot);
+  r.num_computed = 0;
+  r.status = RequestStatus::kPreempted;
+  ++r.record.preemptions;
+  r.record.rejected = RejectReason::kNoProgress;
+  out.rejected.push_back(slot);
+}
+
+void Scheduler::note_progress(int slot) {
+  EngineRequest& r = request(slot);
+  if (r.num_computed <= r.max_computed) return;
+  r.max_computed = r.num_computed;
+  r.preemptions_without_progress = 0;
 }
 
 void Scheduler::register_blocks(int slot, int64_t num_tokens) {
@@ -264,7 +291,10 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
         budget += it->num_tokens;
         out.scheduled.erase(it);
       }
-      preempt(victim);
+      if (victim == slot && running_.empty())
+        preempt_alone(victim, out);
+      else
+        preempt(victim);
       ++out.preemptions;
       if (victim == slot) break;
     }
@@ -367,6 +397,10 @@ int Scheduler::pop_unschedulable_head() {
   const int slot = waiting_front();
   waiting_pop_front();
   kv_.free(slot);
+  EngineRequest& r = request(slot);
+  // Without chunked prefill admission stops at a prompt beyond the budget; else its blocks never fit.
+  const bool over_budget = !config_.enable_chunked_prefill && r.num_tokens > config_.max_num_batched_tokens;
+  r.record.rejected = over_budget ? RejectReason::kOverBudget : RejectReason::kDoesNotFit;
   return slot;
 }
 

@@ -16,6 +16,13 @@
 //    split also stops at the prompt's last unit boundary (tail_boundary), where partial tail entries
 //    are registered (KvCacheCoordinator::cache_partial_tails).
 // Miss attribution (MissCause) happens at a request's first admission; see attribute_miss().
+// No progress: a request that preempts itself while no other request runs holds the whole KV cache
+// and still does not fit. The first time it is preempted as vLLM does (its retry may reach further,
+// e.g. past sliding-window blocks or with different chunks); the second time at the same
+// max_computed mark it is rejected (SchedulerOutput::rejected, RejectReason::kNoProgress): vLLM
+// would recompute it forever, and refuses such a configuration at start-up instead (the KV cache
+// must hold max_model_len tokens). Progress watchdog: a request preempted
+// EngineConfig::max_preemptions_without_progress times without computing a new token fails KVSIM_CHECK.
 #include <cstdint>
 #include <deque>
 #include <set>
@@ -41,9 +48,13 @@ struct ScheduledRequest {
 struct SchedulerOutput {
   std::vector<ScheduledRequest> scheduled;
   int preemptions = 0;
+  // Slots taken out of the engine this step because they can never finish (RejectReason::kNoProgress);
+  // still allocated: the caller emits their records and calls release().
+  std::vector<int> rejected;
   void clear() {
     scheduled.clear();
     preemptions = 0;
+    rejected.clear();
   }
 };
 
@@ -63,6 +74,8 @@ class Scheduler {
   // Removes the head of the waiting queue, which cannot fit even in an empty pool; returns its slot
   // (still allocated: call release() after reading its record).
   int pop_unschedulable_head();
+  // Called after a step computed `slot`'s tokens: resets the progress watchdog past its old mark.
+  void note_progress(int slot);
   void release(int slot);
 
   EngineRequest& request(int slot) { return requests_[static_cast<size_t>(slot)]; }
@@ -84,6 +97,8 @@ class Scheduler {
   void waiting_push_back(int slot);
   void waiting_push_front(int slot);
   void preempt(int slot);
+  // The victim of a failed allocation is the request itself and nothing else runs.
+  void preempt_alone(int slot, SchedulerOutput& out);
   void admit_lookup(EngineRequest& r);
   void register_blocks(int slot, int64_t num_tokens);
   void attribute_miss(EngineRequest& r, int64_t cached_tokens, int64_t attention_tokens);

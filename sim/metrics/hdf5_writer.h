@@ -19,14 +19,14 @@
 //   /timeseries time_s, running, waiting, kv_blocks_used, concurrency (see run_collector.h), and
 //               per_instance/{time_s, instance, running, waiting, kv_blocks_used, kv_usage}: one row per
 //               step record in step-end order, kv_usage = used / usable blocks of that instance
-//   /summary    attribute "json" (summary_to_json, wall time included) and scalar attributes
+//   /summary    attribute "json" (summary_to_json without wall_s) and scalar attributes
 //               requests_finished, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, itl_p50_ms,
 //               e2e_p50_ms, e2e_p99_ms, requests_per_s, output_tokens_per_s, token_hit_rate,
 //               peak_concurrency, mean_concurrency
 //   /meta       attributes scenario (resolved YAML text), seed (uint64), version, events (uint64),
 //               fingerprint (16 hex digits, as in the summary JSON)
 // Time columns carry a "units" attribute ("s"). Strings are variable-length UTF-8. Object
-// modification times are not recorded, so identical runs give identical files apart from wall_s.
+// modification times and wall time are not recorded, so identical runs give byte-identical files.
 //
 //   /meta also has complete (uint8: 0 for an interrupted run) and sim_time_s (simulated time reached).
 // Atomicity: the file is written to "<path>.tmp" and renamed to <path> only after it has been
@@ -84,7 +84,10 @@ class RunFileStream final : public IRunStream {
                       const std::vector<int64_t>& offsets) override;
   void write_steps(const std::vector<StepRecord>& steps) override;
   void write_samples(const TimeSeries& series, const InstanceSeries& per_instance) override;
-  void finish(const RunSummary& summary, const RunMeta& meta);
+  // Writes /summary and /meta and closes the temporary file; renames it too unless commit_now is false
+  // (a caller that renames a companion file in the same breath calls commit() itself).
+  void finish(const RunSummary& summary, const RunMeta& meta, bool commit_now = true);
+  void commit();
 
  private:
   struct Impl;
@@ -93,6 +96,7 @@ class RunFileStream final : public IRunStream {
   std::string path_;
   std::string tmp_;
   std::unique_ptr<Impl> impl_;
+  bool committed_ = false;
 };
 
 // The whole file at once from a collector that kept its records (tests, small runs): the same layout

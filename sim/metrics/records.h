@@ -24,6 +24,21 @@ enum class MissCause : uint8_t {
 const char* miss_cause_name(MissCause c);
 constexpr int kNumMissCauses = 7;
 
+// Why a request left unfinished without being cut off by the end of the run (vLLM refuses such a
+// request at its API or the configuration at start-up).
+enum class RejectReason : uint8_t {
+  kNone = 0,       // finished, or still in the engine when the run ended
+  kEmptyPrompt,    // no prompt tokens
+  kPromptTooLong,  // prompt of max_model_len tokens or more
+  kOverBudget,     // chunked prefill off and the prompt exceeds max_num_batched_tokens
+  kDoesNotFit,     // its blocks (the prompt's, or with tokens generated) do not fit in the empty KV cache
+  kNoProgress,     // alone in the KV cache it preempted itself twice at the same point: it never ends
+};
+const char* reject_reason_name(RejectReason r);
+// One sentence for reports: "prompt of max_model_len tokens or more".
+const char* reject_reason_text(RejectReason r);
+constexpr int kNumRejectReasons = 6;
+
 struct RequestRecord {
   RequestId id;
   SimTime arrival;
@@ -39,6 +54,7 @@ struct RequestRecord {
   MissCause cause = MissCause::kNone;
   int preemptions = 0;
   bool finished = false;
+  RejectReason rejected = RejectReason::kNone;
   int64_t prefix_queries_blocks = 0;           // vLLM prefix_cache_queries contribution (in blocks)
   int64_t prefix_hits_blocks = 0;              // vLLM prefix_cache_hits contribution (in blocks)
   std::vector<int64_t> saved_state_positions;  // hybrid: token positions of saved states (hashed)

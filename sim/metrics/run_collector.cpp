@@ -85,7 +85,11 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   pa.hit += r.cached_tokens;
   pa.preemptions += r.preemptions;
 
-  if (r.finished) {
+  if (!r.finished) {
+    const auto reason = static_cast<size_t>(r.rejected);
+    KVSIM_CHECK(reason < rejected_.size(), "bad reject reason " << reason);
+    ++rejected_[reason];
+  } else {
     ++finished_;
     last_finish_ = any_finish_ ? std::max(last_finish_, r.finish) : r.finish;
     any_finish_ = true;
@@ -125,6 +129,7 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   row.prefix_hits_blocks = r.prefix_hits_blocks;
   row.cause = r.cause;
   row.finished = r.finished;
+  row.rejected = r.rejected;
   row.preemptions = r.preemptions;
   row.instance = r.instance;
   row.pool = r.pool;
@@ -255,6 +260,7 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
   out.requests.count = count_;
   out.requests.finished = finished_;
   out.requests.unfinished = count_ - finished_;
+  out.requests.rejected = rejected_;
   out.preemptions = preemptions_;
   out.ttft_ms = ttft_.summarize();
   out.tpot_ms = tpot_.summarize();

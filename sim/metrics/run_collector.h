@@ -61,6 +61,7 @@ struct RequestRow {
   int64_t prefix_hits_blocks = 0;
   MissCause cause = MissCause::kNone;
   bool finished = false;
+  RejectReason rejected = RejectReason::kNone;
   int32_t preemptions = 0;
   int32_t instance = 0;
   int32_t pool = 0;
@@ -173,6 +174,7 @@ class RunCollector final : public IRecordSink {
   CollectorOptions opt_;
   // Request aggregates.
   int64_t count_ = 0, finished_ = 0, output_tokens_ = 0, preemptions_ = 0;
+  decltype(RunSummary::Requests::rejected) rejected_{};  // unfinished requests by RejectReason
   RunSummary::PrefixCache prefix_;
   bool any_arrival_ = false, any_finish_ = false;
   SimTime first_arrival_, last_finish_, last_seen_;

@@ -31,6 +31,42 @@ const char* miss_cause_name(MissCause c) {
   return "unknown";
 }
 
+const char* reject_reason_name(RejectReason r) {
+  switch (r) {
+    case RejectReason::kNone:
+      return "none";
+    case RejectReason::kEmptyPrompt:
+      return "empty_prompt";
+    case RejectReason::kPromptTooLong:
+      return "prompt_too_long";
+    case RejectReason::kOverBudget:
+      return "over_token_budget";
+    case RejectReason::kDoesNotFit:
+      return "does_not_fit";
+    case RejectReason::kNoProgress:
+      return "no_progress";
+  }
+  return "unknown";
+}
+
+const char* reject_reason_text(RejectReason r) {
+  switch (r) {
+    case RejectReason::kNone:
+      return "not rejected";
+    case RejectReason::kEmptyPrompt:
+      return "empty prompt";
+    case RejectReason::kPromptTooLong:
+      return "prompt of max_model_len tokens or more";
+    case RejectReason::kOverBudget:
+      return "chunked prefill off and the prompt exceeds max_num_batched_tokens";
+    case RejectReason::kDoesNotFit:
+      return "its blocks do not fit even in the empty KV cache";
+    case RejectReason::kNoProgress:
+      return "alone in the KV cache it preempts itself and can never finish (KV cache too small for it)";
+  }
+  return "unknown";
+}
+
 std::string fingerprint_hex(uint64_t fingerprint) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "%016" PRIx64, fingerprint);
@@ -147,6 +183,15 @@ std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& optio
     w.integer("count", s.requests.count);
     w.integer("finished", s.requests.finished);
     w.integer("unfinished", s.requests.unfinished);
+    // Only when some request was rejected, so that runs without rejections keep their bytes.
+    JsonObjectWriter rej(w.child_indent());
+    bool any = false;
+    for (int r = 1; r < kNumRejectReasons; ++r) {
+      const int64_t n = s.requests.rejected[static_cast<size_t>(r)];
+      if (n > 0) rej.integer(reject_reason_name(static_cast<RejectReason>(r)), n);
+      any |= n > 0;
+    }
+    if (any) w.raw("rejected", rej.finish());
     root.raw("requests", w.finish());
   }
   root.raw("ttft_ms", distribution_json(s.ttft_ms, in));
@@ -206,6 +251,12 @@ std::string summary_to_text(const RunSummary& s) {
   std::ostringstream os;
   os << "requests     " << s.requests.count << " (" << s.requests.finished << " finished, " << s.requests.unfinished
      << " unfinished)\n";
+  for (int r = 1; r < kNumRejectReasons; ++r) {
+    const int64_t n = s.requests.rejected[static_cast<size_t>(r)];
+    if (n > 0)
+      os << "rejected     " << n << " " << reject_reason_name(static_cast<RejectReason>(r)) << ": "
+         << reject_reason_text(static_cast<RejectReason>(r)) << "\n";
+  }
   os << "latency ms        mean       p50       p90       p99\n";
   auto row = [&](const char* name, const Distribution& d) {
     char buf[160];

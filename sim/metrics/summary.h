@@ -5,7 +5,8 @@
 // JSON schema (fixed key order; numbers through json_number; NaN, e.g. a percentile of an empty
 // distribution, is written as null):
 // {
-//   "requests": {"count", "finished", "unfinished"},
+//   "requests": {"count", "finished", "unfinished", "rejected": {<reject_reason_name>: n} (only reasons
+//                with n > 0; omitted when nothing was rejected)},
 //   "ttft_ms" | "tpot_ms" | "itl_ms" | "e2e_ms" | "queue_ms": {"count", "mean", "p50", "p90", "p99"},
 //   "throughput": {"duration_s", "requests_per_s", "output_tokens_per_s"},
 //   "prefix_cache": {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits",
@@ -75,6 +76,7 @@ struct RunSummary {
     int64_t count = 0;  // records received (finished + unfinished)
     int64_t finished = 0;
     int64_t unfinished = 0;
+    std::array<int64_t, kNumRejectReasons> rejected{};  // indexed by RejectReason (part of unfinished)
   } requests;
 
   // Latencies in milliseconds (see run_collector.h for exact definitions).

@@ -64,10 +64,11 @@ class ConfigView {
   }
 
   [[noreturn]] void missing(const std::string& key) const {
-    throw InputError(source_ + ": missing key '" + key + "' needed to size model_type '" + model_type_ + "'");
+    throw InputError(source_ + ": missing key '" + key + "' needed to size model_type " +
+                     quote_for_message(model_type_));
   }
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw InputError(source_ + ": key '" + key + "' " + what + " (model_type '" + model_type_ + "')");
+    throw InputError(source_ + ": key '" + key + "' " + what + " (model_type " + quote_for_message(model_type_) + ")");
   }
   const std::string& source() const { return source_; }
   const std::string& model_type() const { return model_type_; }
@@ -303,7 +304,7 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
         spec.layers[i].kind = LayerKind::kGatedDeltaNet;
         spec.layers[i].state = gs;
       } else {
-        c.fail("layer_types", "has unknown layer type '" + s + "' at index " + std::to_string(i));
+        c.fail("layer_types", "has unknown layer type " + quote_for_message(s) + " at index " + std::to_string(i));
       }
     }
   } else if (c.has("full_attention_interval")) {

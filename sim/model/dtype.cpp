@@ -58,7 +58,8 @@ DType parse_dtype(const std::string& s, const std::string& what) {
   if (s == "fp8_ds_mla") return DType::kFp8DsMla;
   if (s == "fp4" || s == "nvfp4" || s == "mxfp4") return DType::kFp4;
   if (s == "fp32" || s == "float32" || s == "float") return DType::kFp32;
-  throw InputError(what + ": unknown dtype '" + s + "' (known: bf16, fp16, fp8, fp8_ds_mla, fp4, fp32)");
+  throw InputError(what + ": unknown dtype " + quote_for_message(s) +
+                   " (known: bf16, fp16, fp8, fp8_ds_mla, fp4, fp32)");
 }
 
 DType parse_weight_dtype(const std::string& s, const std::string& what) {

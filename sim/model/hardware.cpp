@@ -13,7 +13,7 @@ const typename Map::mapped_type& find_or_throw(const Map& map, const std::string
   std::string known;
   for (const auto& [key, value] : map) known += (known.empty() ? "" : ", ") + key;
   if (known.empty()) known = "none";
-  throw InputError("unknown " + what + " '" + name + "' (known: " + known + ")");
+  throw InputError("unknown " + what + " " + quote_for_message(name) + " (known: " + known + ")");
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "sim/core/errors.h"
+#include "sim/core/input_file.h"
+#include "sim/core/utf8.h"
 
 namespace kvsim {
 
@@ -314,17 +316,38 @@ JsonValue parse_json(std::string_view text, const std::string& source) {
 JsonValue parse_json_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not a JSON file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw InputError(path + ": read error");
-  return parse_json(ss.str(), path);
+  return parse_json(read_input_file(path, "file"), path);
 }
 
 std::string json_quote(std::string_view s) {
   std::string out = "\"";
-  for (char c : s) {
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const auto u = static_cast<unsigned char>(c);
+    const size_t n = utf8_length(s, i);
+    if (n > 1) {
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    if (n == 0) {
+      // Not UTF-8. A surrogate decoded from a lone "\ud800" escape (ED A0..BF xx) goes back out as
+      // that escape; any other byte becomes U+FFFD. Either way the output stays valid UTF-8 JSON.
+      char buf[8];
+      const bool surrogate = u == 0xED && i + 2 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xE0) == 0xA0 &&
+                             (static_cast<unsigned char>(s[i + 2]) & 0xC0) == 0x80;
+      if (surrogate) {
+        const unsigned cp = 0xD000u | ((static_cast<unsigned char>(s[i + 1]) & 0x3Fu) << 6) |
+                            (static_cast<unsigned char>(s[i + 2]) & 0x3Fu);
+        std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+        i += 3;
+      } else {
+        std::snprintf(buf, sizeof buf, "\\ufffd");
+        ++i;
+      }
+      out += buf;
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -342,14 +365,15 @@ std::string json_quote(std::string_view s) {
         out += "\\t";
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
+        if (u < 0x20) {
           char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          std::snprintf(buf, sizeof buf, "\\u%04x", u);
           out += buf;
         } else {
           out += c;
         }
     }
+    ++i;
   }
   return out + "\"";
 }

@@ -214,7 +214,7 @@ EngineKind parse_engine(const std::string& s, const std::string& what) {
   if (s == "vllm") return EngineKind::kVllm;
   if (s == "sglang") return EngineKind::kSglang;
   if (s == "trtllm" || s == "tensorrt-llm") return EngineKind::kTrtllm;
-  throw InputError(what + ": unknown engine '" + s + "' (known: vllm, sglang, trtllm)");
+  throw InputError(what + ": unknown engine " + quote_for_message(s) + " (known: vllm, sglang, trtllm)");
 }
 
 std::string engine_name(EngineKind e) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/core/errors.h"
+#include "sim/core/input_file.h"
 
 namespace kvsim {
 namespace {
@@ -105,12 +106,6 @@ CsvFile parse_csv_text(const std::string& text, const std::string& source) {
   return f;
 }
 
-CsvFile read_csv_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_csv_text(ss.str(), path);
-}
+CsvFile read_csv_file(const std::string& path) { return parse_csv_text(read_input_file(path, "file"), path); }
 
 }  // namespace kvsim

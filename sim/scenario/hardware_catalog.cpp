@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/core/errors.h"
+#include "sim/core/input_file.h"
 #include "sim/core/units.h"
 
 namespace kvsim {
@@ -29,7 +30,7 @@ class MapReader {
     for (auto it = node_.begin(); it != node_.end(); ++it) {
       if (!it->first.IsScalar()) fail(path_, "map keys must be plain strings");
       std::string key = it->first.Scalar();
-      if (!keys_.insert(key).second) fail(key_path(key), "duplicate key");
+      if (!keys_.insert(key).second) fail(key_path(key_text(key)), "duplicate key");
     }
   }
 
@@ -38,6 +39,14 @@ class MapReader {
   std::string key_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
   bool has(const std::string& key) const { return keys_.count(key) > 0; }
+
+  // A key as written, or quoted and cut when it is not a short plain name (a newline, megabytes).
+  static std::string key_text(const std::string& k) {
+    const bool plain =
+        !k.empty() && k.size() <= 100 &&
+        k.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == std::string::npos;
+    return plain ? k : quote_for_message(k, 100);
+  }
 
   YAML::Node node(const std::string& key) {
     if (!has(key)) fail(path_, "missing key '" + key + "'");
@@ -58,7 +67,7 @@ class MapReader {
   // Rejects keys that were never read.
   void finish() const {
     for (const auto& key : keys_) {
-      if (!used_.count(key)) fail(key_path(key), "unknown key");
+      if (!used_.count(key)) fail(key_path(key_text(key)), "unknown key");
     }
   }
 
@@ -103,8 +112,13 @@ double parse_bandwidth_or_none(MapReader& r, const std::string& key) {
   return text == "none" ? 0.0 : parse_bandwidth(text, r.where(key));
 }
 
+// Per-kernel and per-step costs: above a second no GPU or link is described, and a step priced with
+// many of them would run the simulated clock past its ~292 years.
 Duration parse_duration_key(MapReader& r, const std::string& key) {
-  return parse_duration(r.scalar(key), r.where(key));
+  const std::string text = r.scalar(key);
+  const Duration d = parse_duration(text, r.where(key));
+  if (d > Duration::s(1)) r.fail(r.key_path(key), "must be at most 1 s (got " + quote_for_message(text) + ")");
+  return d;
 }
 
 // Reads `sources`: exactly one non-empty text per field in `fields`.
@@ -123,7 +137,8 @@ std::map<std::string, std::string> read_sources(MapReader& parent, const std::ve
 GpuSpec read_gpu(MapReader& r, const std::string& stem) {
   GpuSpec g;
   g.name = r.scalar("name");
-  if (g.name != stem) r.fail(r.key_path("name"), "must match the file name '" + stem + "' (got '" + g.name + "')");
+  if (g.name != stem)
+    r.fail(r.key_path("name"), "must match the file name '" + stem + "' (got " + quote_for_message(g.name) + ")");
   g.display_name = r.scalar("display_name");
   g.memory_bytes = parse_bytes(r.scalar("memory"), r.where("memory"));
   if (g.memory_bytes <= 0) r.fail(r.key_path("memory"), "must be > 0");
@@ -199,9 +214,10 @@ void read_named_entries(MapReader& top, const std::string& key, const std::strin
 }
 
 void load_file(const fs::path& path, const std::string& shown, HardwareCatalog& catalog, Origins& origins) {
+  const std::string text = read_input_file(path.string(), "hardware file");
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path.string());
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw InputError(shown + ": line " + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }

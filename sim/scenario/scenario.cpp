@@ -11,6 +11,7 @@
 
 #include "sim/cluster/router_registry.h"
 #include "sim/core/errors.h"
+#include "sim/core/input_file.h"
 #include "sim/core/units.h"
 
 namespace kvsim {
@@ -32,16 +33,23 @@ class Reader {
       if (!kv.first.IsScalar()) fail(where.empty() ? "(top level)" : where, "keys must be plain names");
       const std::string k = kv.first.Scalar();
       // yaml-cpp keeps both entries of a repeated key and lookups see only one: never pick silently.
-      if (!seen.insert(k).second) fail(join(where, k), "duplicate key");
+      if (!seen.insert(k).second) fail(join(where, key_text(k)), "duplicate key");
       if (!allowed.count(k)) {
         std::string known;
         for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
-        fail(join(where, k), "unknown key (known: " + known + ")");
+        fail(join(where, key_text(k)), "unknown key (known: " + known + ")");
       }
     }
   }
 
   static std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+  // A key as written, or quoted and cut when it is not a short plain name (a newline, megabytes).
+  static std::string key_text(const std::string& k) {
+    const bool plain =
+        !k.empty() && k.size() <= 100 &&
+        k.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
+    return plain ? k : quote_for_message(k, 100);
+  }
 
   std::string str(const YAML::Node& n, const std::string& key) const {
     if (!n.IsScalar()) fail(key, "must be a string");
@@ -56,7 +64,7 @@ class Reader {
       v = std::stoll(s, &used);
       if (used != s.size()) throw std::invalid_argument(s);
     } catch (const std::exception&) {
-      fail(key, "must be an integer (got '" + n.Scalar() + "')");
+      fail(key, "must be an integer (got " + quote_for_message(n.Scalar()) + ")");
     }
     if (v < min) fail(key, "must be >= " + std::to_string(min) + " (got " + std::to_string(v) + ")");
     if (v > max) fail(key, "must be <= " + std::to_string(max) + " (got " + std::to_string(v) + ")");
@@ -71,32 +79,33 @@ class Reader {
       if (used != s.size() || !std::isfinite(v)) throw std::invalid_argument(s);
       return v;
     } catch (const std::exception&) {
-      fail(key, "must be a finite number (got '" + n.Scalar() + "')");
+      fail(key, "must be a finite number (got " + quote_for_message(n.Scalar()) + ")");
     }
   }
   bool boolean(const YAML::Node& n, const std::string& key) const {
     const std::string s = n.IsScalar() ? n.Scalar() : "";
     if (s == "true" || s == "yes" || s == "on") return true;
     if (s == "false" || s == "no" || s == "off") return false;
-    fail(key, "must be true or false (got '" + s + "')");
+    fail(key, "must be true or false (got " + quote_for_message(s) + ")");
   }
   // A duration in seconds: a plain number of seconds or a string with a unit ("500ms").
   double seconds(const YAML::Node& n, const std::string& key) const {
     if (!n.IsScalar()) fail(key, "must be a duration");
     const std::string s = n.Scalar();
     double v = 0;
+    size_t used = 0;
     try {
-      size_t used = 0;
       v = std::stod(s, &used);
-      if (used != s.size()) v = parse_duration(s, source_ + ": " + key).seconds();
     } catch (const std::invalid_argument&) {
-      v = parse_duration(s, source_ + ": " + key).seconds();
+      used = 0;
     } catch (const std::out_of_range&) {
-      fail(key, "duration out of range (got '" + s + "')");
+      fail(key, "duration out of range (got " + quote_for_message(s) + ")");
     }
+    // With a unit, parse_duration throws an InputError naming the file and key, also when too large.
+    if (used != s.size()) v = parse_duration(s, source_ + ": " + key).seconds();
     // The simulated clock counts int64 nanoseconds (about 292 years); keep ample room to add times.
-    if (!std::isfinite(v)) fail(key, "must be a finite duration (got '" + s + "')");
-    if (std::fabs(v) > kMaxSeconds) fail(key, "must be at most 1e9 s (got '" + s + "')");
+    if (!std::isfinite(v)) fail(key, "must be a finite duration (got " + quote_for_message(s) + ")");
+    if (std::fabs(v) > kMaxSeconds) fail(key, "must be at most 1e9 s (got " + quote_for_message(s) + ")");
     return v;
   }
   static constexpr double kMaxSeconds = 1e9;
@@ -232,7 +241,7 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
   if (n["policy"]) {
     e.policy = r.str(n["policy"], k("policy"));
     if (e.policy != "fcfs" && e.policy != "priority")
-      r.fail(k("policy"), "must be fcfs or priority (got '" + e.policy + "')");
+      r.fail(k("policy"), "must be fcfs or priority (got " + quote_for_message(e.policy) + ")");
   }
   if (n["watermark"]) {
     e.watermark = r.number(n["watermark"], k("watermark"));
@@ -249,7 +258,8 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
     e.mamba_cache_mode = r.str(n["mamba_cache_mode"], k("mamba_cache_mode"));
     if (e.mamba_cache_mode != "auto" && e.mamba_cache_mode != "none" && e.mamba_cache_mode != "align" &&
         e.mamba_cache_mode != "all")
-      r.fail(k("mamba_cache_mode"), "must be auto, none, align or all (got '" + e.mamba_cache_mode + "')");
+      r.fail(k("mamba_cache_mode"),
+             "must be auto, none, align or all (got " + quote_for_message(e.mamba_cache_mode) + ")");
   }
   if (n["prefix_cache_retention_interval"]) {
     const YAML::Node v = n["prefix_cache_retention_interval"];
@@ -504,11 +514,7 @@ Scenario parse_scenario(const std::string& text, const std::string& source, cons
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open scenario file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_scenario(ss.str(), path, overrides);
+  return parse_scenario(read_input_file(path, "scenario file"), path, overrides);
 }
 
 }  // namespace kvsim

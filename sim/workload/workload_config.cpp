@@ -1,5 +1,6 @@
 #include "sim/workload/workload_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "sim/core/errors.h"
@@ -37,6 +38,8 @@ void validate_synthetic(const SyntheticConfig& s, const std::string& w) {
     fail(w, "kind", "unknown '" + s.kind + "' (valid: poisson, gamma, shared_prefix, multi_turn)");
   }
   if (s.num_requests < 0) fail(w, "num_requests", "must be >= 0 (0 = no limit)" + got(s.num_requests));
+  if (s.num_requests > kMaxSyntheticRequests)
+    fail(w, "num_requests", "must be <= " + std::to_string(kMaxSyntheticRequests) + got(s.num_requests));
   if (!(s.duration >= 0.0) || !std::isfinite(s.duration)) fail(w, "duration", "must be >= 0 s" + got(s.duration));
   if (!(s.rate >= 0.0) || !std::isfinite(s.rate)) fail(w, "rate", "must be >= 0" + got(s.rate));
   validate_dist(s.output_tokens, w + ".output_tokens");
@@ -50,6 +53,17 @@ void validate_synthetic(const SyntheticConfig& s, const std::string& w) {
     if (s.requests_per_group < 1) fail(w, "requests_per_group", "must be >= 1" + got(s.requests_per_group));
     if (s.groups > (int64_t{1} << 40) / s.requests_per_group)
       fail(w, "groups", "groups x requests_per_group too large");
+    const int64_t slots = s.groups * s.requests_per_group;
+    const int64_t total = s.num_requests > 0 ? std::min(slots, s.num_requests) : slots;
+    if (total > kMaxSyntheticRequests)
+      fail(w, "groups",
+           "groups x requests_per_group (capped by num_requests) must be <= " + std::to_string(kMaxSyntheticRequests) +
+               got(total));
+    // order random draws the whole permutation up front (8 bytes a slot).
+    if (s.order == "random" && slots > kMaxRandomOrderSlots)
+      fail(w, "order",
+           "random needs groups x requests_per_group <= " + std::to_string(kMaxRandomOrderSlots) + got(slots) +
+               "; use interleaved or grouped");
     if (s.prefix_tokens < 0) fail(w, "prefix_tokens", "must be >= 0" + got(s.prefix_tokens));
     if (s.suffix_tokens < 0) fail(w, "suffix_tokens", "must be >= 0" + got(s.suffix_tokens));
     if (s.prefix_tokens + s.suffix_tokens < 1) fail(w, "suffix_tokens", "prefix_tokens + suffix_tokens must be >= 1");
@@ -62,6 +76,10 @@ void validate_synthetic(const SyntheticConfig& s, const std::string& w) {
     }
   } else {  // multi_turn
     if (s.sessions < 0) fail(w, "sessions", "must be >= 0 (0 = until duration)" + got(s.sessions));
+    if (s.sessions > kMaxSyntheticRequests)
+      fail(w, "sessions", "must be <= " + std::to_string(kMaxSyntheticRequests) + got(s.sessions));
+    if (s.turns > kMaxSyntheticRequests)
+      fail(w, "turns", "must be <= " + std::to_string(kMaxSyntheticRequests) + got(s.turns));
     if (s.sessions == 0 && s.duration == 0.0) fail(w, "sessions", "set sessions or duration (or both)");
     if (s.turns < 1) fail(w, "turns", "must be >= 1" + got(s.turns));
     if (s.system_prompt_tokens < 0) fail(w, "system_prompt_tokens", "must be >= 0" + got(s.system_prompt_tokens));

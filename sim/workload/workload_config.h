@@ -13,6 +13,12 @@
 
 namespace kvsim {
 
+// Bounds that keep a synthetic workload finite in memory and time: requests (num_requests, the
+// shared-prefix slots, sessions, turns), and the slots of a shared-prefix `order: random`, whose
+// permutation is drawn up front.
+constexpr int64_t kMaxSyntheticRequests = 1'000'000'000;
+constexpr int64_t kMaxRandomOrderSlots = int64_t{1} << 27;  // 1 GiB of permutation
+
 // Replay of a recorded trace. Arrival i is time_scale * (t_i - t_0), where t_0 is 0 for formats
 // whose timestamps already start at the trace start (mooncake, native) and the first row's time for
 // wall-clock formats (azure). Request ids follow file order.

@@ -5,8 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "sim/core/errors.h"
+#include "sim/core/utf8.h"
 #include "sim/scenario/scenario.h"
 #include "tests/app/cli_runner.h"
 
@@ -171,6 +173,102 @@ TEST_F(BadInput, MainUnknownCommandAndNoArguments) {
   const auto v = run_kvsim("--version");
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_EQ(v.out.rfind("kvsim ", 0), 0u) << v.out;
+}
+
+// Issue 15, "Hangs, overflow, exit codes". The corpus (tests/bad_input/) holds the file-driven cases;
+// these need generated inputs or check more than the one error line.
+
+TEST_F(BadInput, ScenarioDurationsWithUnitsBeyondTheClockNameTheKey) {
+  // The second parse in Reader::seconds' catch block escaped as std::invalid_argument (exit 1).
+  EXPECT_NE(scenario_error({"workload.synthetic.duration=1e12h"}).find("s.yaml: workload.synthetic.duration"),
+            std::string::npos);
+  EXPECT_NE(scenario_error({"workload.synthetic.duration=1e300"}).find("workload.synthetic.duration"),
+            std::string::npos);
+  // Both sides of the bound: 1e9 s is the longest duration.
+  EXPECT_EQ(scenario_error({"workload.synthetic.duration=277777h"}), "");
+  EXPECT_NE(scenario_error({"workload.synthetic.duration=277778h"}).find("at most 1e9 s"), std::string::npos);
+}
+
+TEST_F(BadInput, RunHybridStartupCheckCountsTwoStateBlocksInAlignOnBothSides) {
+  // Issue 15's Qwen3-Next livelock with max_model_len 700: 5 attention blocks of 144 tokens and 2
+  // per state group (align: running state + checkpoint) x 3 = 11 > 9 usable blocks. Refused at
+  // start-up (it was recomputed forever); with 12 blocks the request finishes.
+  const std::string f = "run tests/bad_input/files/livelock-qwen3-next.yaml --set engine.max_model_len=700";
+  expect_error(run_kvsim(f + " -q", 60), {"livelock-qwen3-next.yaml: engine.num_gpu_blocks", "9 usable", "needs 11"});
+  const auto r = run_kvsim(f + " --set engine.num_gpu_blocks=12", 60);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("(1 finished, 0 unfinished)"), std::string::npos) << r.out;
+}
+
+TEST_F(BadInput, RunStartupKvCheckProbedOnBothSides) {
+  // Qwen3-8B, 16-token blocks, max_model_len 160: one request needs 10 blocks plus the null block.
+  const std::string s = write("small.yaml", std::string(kBase) + "");
+  const std::string set = " --set engine.max_model_len=160 --set workload.synthetic.input_tokens=100 ";
+  EXPECT_EQ(run_kvsim("run " + s + " -q" + set + "--set engine.num_gpu_blocks=11").exit_code, 0);
+  expect_error(run_kvsim("run " + s + " -q" + set + "--set engine.num_gpu_blocks=10"),
+               {"small.yaml: engine.num_gpu_blocks", "9 usable blocks", "needs 10"});
+}
+
+TEST_F(BadInput, RunChunkedPrefillBudgetProbedOnBothSides) {
+  const std::string set = " --set engine.enable_chunked_prefill=false --set engine.max_model_len=2048 ";
+  EXPECT_EQ(run_kvsim("run " + scenario_ + " -q" + set + "--set engine.max_num_batched_tokens=2048").exit_code, 0);
+  expect_error(run_kvsim("run " + scenario_ + " -q" + set + "--set engine.max_num_batched_tokens=2047"),
+               {"base.yaml: engine.max_num_batched_tokens", "below max_model_len 2048"});
+  // The default budget is not refused (vLLM raises its own default to max_model_len then).
+  EXPECT_EQ(run_kvsim("run " + scenario_ + " -q --set engine.enable_chunked_prefill=false").exit_code, 0);
+}
+
+TEST_F(BadInput, ValidateRejectedPointIsExcludedAndReported) {
+  // isl 1e15 is rejected by the engine: it counted as -100 % error in the medians before.
+  const std::string csv = write("points.csv",
+                                "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms\n"
+                                "models/qwen3-8b.json,h100-sxm,1,1000000000000000,10,1,10,5\n"
+                                "models/qwen3-8b.json,h100-sxm,1,100,10,1,10,5\n");
+  const auto r = run_kvsim("validate " + csv + " --requests-per-slot 1 --warmup-per-slot 0 --latency-model roofline");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("excluded: no request finished (rejected: prompt_too_long)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("excluded 1 point(s) with no finished request, lines 2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("-100.0"), std::string::npos) << r.out;
+  const size_t all = r.out.find("\nall ");
+  ASSERT_NE(all, std::string::npos) << r.out;
+  EXPECT_NE(r.out.substr(all).find(" 1 "), std::string::npos) << r.out;  // one point in the medians
+}
+
+TEST_F(BadInput, ValidateConcurrencyBoundOnBothSides) {
+  const std::string head = "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms\nmodels/qwen3-8b.json,h100-sxm,1,100,1,";
+  expect_error(run_kvsim("validate " + write("c.csv", head + "1000001,10,5\n")),
+               {"c.csv:2", "concurrency", "must be <= 1000000 (got 1000001)"});
+}
+
+TEST_F(BadInput, HugeModelTypeAndKeyStayOnOneShortLine) {
+  // 50 MB of model_type and of a scenario key went into the message verbatim.
+  const std::string big(50 << 20, 'x');
+  const std::string cfg = write("big.json", "{\"model_type\": \"" + big + "\"}");
+  const auto r = run_kvsim("size " + cfg);
+  expect_error(r, {"big.json", "model_type 'xxxx", "(52428800 bytes)"});
+  EXPECT_LT(r.out.size(), 600u);
+  // An explicit key ("? key"): YAML caps implicit keys at 1024 characters.
+  const std::string yaml = write("bigkey.yaml", std::string(kBase) + "? " + std::string(10 << 20, 'k') + "\n: 1\n");
+  const auto y = run_kvsim("run " + yaml + " -q");
+  expect_error(y, {"bigkey.yaml", "(10485760 bytes): unknown key"});
+  EXPECT_LT(y.out.size(), 1200u);
+}
+
+TEST_F(BadInput, SizeJsonEscapesALoneSurrogate) {
+  // "\ud800" decoded to bytes that are not UTF-8 and went out raw: invalid JSON for any reader.
+  std::ifstream in("models/qwen3-8b.json");
+  std::string cfg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = cfg.find("\"qwen3\"");
+  ASSERT_NE(at, std::string::npos);
+  cfg.replace(at, 7, "\"qwen3\\ud800\"");
+  const auto r = run_kvsim("size " + write("surrogate.json", cfg) + " --format json");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"model_type\": \"qwen3\\ud800\""), std::string::npos) << r.out.substr(0, 400);
+  for (size_t i = 0; i < r.out.size();) {
+    const size_t n = utf8_length(r.out, i);
+    ASSERT_GT(n, 0u) << "invalid UTF-8 at byte " << i;
+    i += n;
+  }
 }
 
 }  // namespace

@@ -13,8 +13,10 @@ struct CliResult {
   std::string out;  // stdout and stderr together
 };
 
-inline CliResult run_kvsim(const std::string& args) {
-  const std::string cmd = std::string("cd ") + KVSIM_SOURCE_DIR + " && " + KVSIM_BINARY + " " + args + " 2>&1";
+// With `timeout_s` > 0 the run is killed after that many seconds (exit code 124: a hang).
+inline CliResult run_kvsim(const std::string& args, int timeout_s = 0) {
+  const std::string limit = timeout_s > 0 ? "timeout " + std::to_string(timeout_s) + " " : "";
+  const std::string cmd = std::string("cd ") + KVSIM_SOURCE_DIR + " && " + limit + KVSIM_BINARY + " " + args + " 2>&1";
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "sim/app/simulation.h"
 #include "sim/metrics/hdf5_writer.h"
@@ -27,7 +29,7 @@ fs::path fresh_dir(const std::string& name) {
 const char* kTwoPools = R"(
 model: models/qwen3-8b.json
 gpu: h100-sxm
-engine: {block_size: 16, num_gpu_blocks: 400}
+engine: {block_size: 16, num_gpu_blocks: 400, max_model_len: 2048}
 cluster:
   pools: [{name: a, instances: 2}, {name: b, instances: 1}]
   router: {policy: llm_d}
@@ -116,6 +118,39 @@ TEST(RunFileStream, SigintStopsTheCliWithExit130) {
   RunFileReader f(out);
   EXPECT_EQ(f.read_int_attribute("/meta", "complete"), 0);
   EXPECT_FALSE(fs::exists(out + ".tmp"));
+  fs::remove_all(dir);
+}
+
+// The summary JSON and the run file are committed as a pair: a stale summary of an earlier run is
+// replaced, and no temporary is left.
+TEST(RunFileStream, SummaryAndRunFileAreWrittenAsAPair) {
+  const fs::path dir = fresh_dir("pair");
+  const std::string h5 = (dir / "r.h5").string(), json = (dir / "r.json").string();
+  std::ofstream(json) << "{\"stale\": true}\n";
+  const Scenario s = parse_scenario(kTwoPools, "two_pools.yaml");
+  RunOptions o;
+  o.keep_records = false;
+  o.hdf5_path = h5;
+  o.summary_json_path = json;
+  const SimulationResult r = run_simulation(s, o);
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, summary_to_json(r.summary));
+  EXPECT_TRUE(fs::exists(h5));
+  EXPECT_FALSE(fs::exists(h5 + ".tmp"));
+  EXPECT_FALSE(fs::exists(json + ".tmp"));
+  fs::remove_all(dir);
+}
+
+// Two runs of one scenario through the CLI give byte-identical run files (cmp), wall time included
+// nowhere in them.
+TEST(RunFileStream, TwoRunsGiveByteIdenticalFiles) {
+  const fs::path dir = fresh_dir("cmp");
+  const std::string a = (dir / "a.h5").string(), b = (dir / "b.h5").string();
+  const std::string run = "run scenarios/quickstart.yaml --set workload.trace.limit=300 -q --out ";
+  ASSERT_EQ(testing::run_kvsim(run + a).exit_code, 0);
+  ASSERT_EQ(testing::run_kvsim(run + b).exit_code, 0);
+  EXPECT_EQ(std::system(("cmp -s " + a + " " + b).c_str()), 0) << a << " and " << b << " differ";
   fs::remove_all(dir);
 }
 

@@ -31,6 +31,21 @@ TEST(AzureReader, WallClockRejectsMalformedTimes) {
   EXPECT_THROW(parse_wall_clock_ns("2023-11-16 18:15:46.1234567890", "t"), BadLine);
 }
 
+TEST(AzureReader, WallClockOutsideTheNanosecondRangeIsABadLineOnBothSides) {
+  // secs * 1e9 wrapped: year 0000 gave a silently wrong time, year 2300 a false "goes backwards".
+  EXPECT_EQ(parse_wall_clock_ns("2262-04-11 23:47:16.854775807", "t"), INT64_MAX);
+  EXPECT_THROW(parse_wall_clock_ns("2262-04-11 23:47:16.854775808", "t"), BadLine);
+  EXPECT_EQ(parse_wall_clock_ns("1677-09-21 00:12:44", "t"), -9'223'372'036'000'000'000);
+  EXPECT_THROW(parse_wall_clock_ns("1677-09-21 00:12:43", "t"), BadLine);  // whole seconds overflow first
+  EXPECT_THROW(parse_wall_clock_ns("2300-01-01 00:00:00", "t"), BadLine);
+  try {
+    parse_wall_clock_ns("0000-01-01 00:00:00", "TIMESTAMP");
+    FAIL();
+  } catch (const BadLine& e) {
+    EXPECT_NE(std::string(e.what()).find("outside 1677-09-21 .. 2262-04-11"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AzureReader, ArrivalsAreRelativeToTheFirstRow) {
   RandomStreams rng(1);
   auto src = make_request_source(trace_workload("azure", "azure_small.csv"), rng);

@@ -143,7 +143,12 @@ int64_t parse_wall_clock_ns(std::string_view t, const std::string& field) {
   if (day < 1 || day > kDaysIn[month - 1] || (month == 2 && day == 29 && !leap)) throw bad("day out of range");
   if (hour > 23 || minute > 59 || second > 59) throw bad("time of day out of range");
   const int64_t secs = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
-  return secs * 1'000'000'000 + frac_ns;
+  // int64 nanoseconds since 1970 span 1677-09-21 .. 2262-04-11: beyond them the product wraps.
+  int64_t ns = 0;
+  if (__builtin_mul_overflow(secs, int64_t{1'000'000'000}, &ns) || __builtin_add_overflow(ns, frac_ns, &ns))
+    throw BadLine(field + ": '" + std::string(t) +
+                  "' is outside 1677-09-21 .. 2262-04-11, the range of int64 nanoseconds since 1970");
+  return ns;
 }
 
 std::unique_ptr<IRequestSource> make_azure_reader(const TraceConfig& config) {

@@ -9,9 +9,7 @@
 
 namespace kvsim {
 
-TraceReader::TraceReader(const TraceConfig& config) : config_(config), in_(config.path) {
-  if (!in_) throw InputError(config.path + ": cannot open trace file");
-}
+TraceReader::TraceReader(const TraceConfig& config) : config_(config), in_(config.path, "trace file") {}
 
 Duration TraceReader::scaled(int64_t delta_ns) const {
   if (config_.time_scale == 1.0) return Duration::ns(delta_ns);
@@ -26,14 +24,15 @@ static bool blank(std::string_view s) {
 
 std::optional<RequestSpec> TraceReader::next() {
   if (config_.limit > 0 && emitted_ >= config_.limit) return std::nullopt;
-  while (std::getline(in_, line_)) {
-    ++line_no_;
-    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
-    if (blank(line_)) continue;
-    const std::string where = config_.path + ":" + std::to_string(line_no_) + ": ";
+  std::string_view line;
+  while (in_.next(line)) {
+    const int64_t line_no = in_.line_number();
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (blank(line)) continue;
+    const std::string where = config_.path + ":" + std::to_string(line_no) + ": ";
     TraceRecord rec;
     try {
-      if (!parse_line(line_, RequestId(emitted_), rec)) continue;
+      if (!parse_line(line, RequestId(emitted_), rec)) continue;
       int64_t total = 0;
       for (const Segment& s : rec.spec.prompt) total += s.tokens;
       if (total > config_.max_tokens) {
@@ -55,12 +54,17 @@ std::optional<RequestSpec> TraceReader::next() {
                        " (traces must be sorted by arrival)");
     }
     last_time_ns_ = rec.time_ns;
-    last_time_line_ = line_no_;
+    last_time_line_ = line_no;
     if (!origin_ns_) origin_ns_ = origin_is_first_record() ? rec.time_ns : 0;
     RequestSpec spec = std::move(rec.spec);
     spec.id = RequestId(emitted_);
+    int64_t delta_ns = 0;
+    // The clock holds about 292 years; timestamps far apart (1700 and 2200) overflow the difference.
+    if (__builtin_sub_overflow(rec.time_ns, *origin_ns_, &delta_ns))
+      throw InputError(where + time_field() + ": " + format_seconds(rec.time_ns) +
+                       " is too far from the first request's time for the int64 nanosecond clock");
     try {
-      spec.arrival = SimTime::zero() + scaled(rec.time_ns - *origin_ns_);
+      spec.arrival = SimTime::zero() + scaled(delta_ns);
     } catch (const std::invalid_argument&) {
       throw InputError(where + time_field() + ": arrival out of range after time_scale");
     }
@@ -70,7 +74,7 @@ std::optional<RequestSpec> TraceReader::next() {
   }
   // An empty file, a header alone or only skipped lines: a run of nothing is not a result.
   if (emitted_ == 0) {
-    throw InputError(config_.path + ": no requests in the trace (" + std::to_string(line_no_) + " lines read" +
+    throw InputError(config_.path + ": no requests in the trace (" + std::to_string(in_.line_number()) + " lines read" +
                      (skipped_ > 0 ? ", " + std::to_string(skipped_) + " malformed lines skipped" : "") + ")");
   }
   return std::nullopt;

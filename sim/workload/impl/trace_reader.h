@@ -1,15 +1,15 @@
 #pragma once
 // TraceReader: the streaming part shared by every trace format. It reads one line at a time (memory
-// does not grow with the trace), numbers lines from 1, skips blank lines, turns a parser's BadLine
-// into "<path>:<line>: <what>" (an InputError, or a count with skip_bad_lines), rejects timestamps
+// does not grow with the trace; a line is at most kMaxTraceLineBytes), numbers lines from 1, skips blank lines, turns a
+// parser's BadLine into "<path>:<line>: <what>" (an InputError, or a count with skip_bad_lines), rejects timestamps
 // that go backwards, applies time_scale and limit, and assigns request ids 0, 1, 2, ... in file order.
 #include <cstdint>
-#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "sim/core/input_file.h"
 #include "sim/model/json.h"
 #include "sim/workload/request.h"
 #include "sim/workload/workload_config.h"
@@ -44,15 +44,13 @@ class TraceReader : public IRequestSource {
   virtual const char* time_field() const = 0;
 
   const TraceConfig& config() const { return config_; }
-  int64_t line_number() const { return line_no_; }
+  int64_t line_number() const { return in_.line_number(); }
 
  private:
   Duration scaled(int64_t delta_ns) const;
 
   TraceConfig config_;
-  std::ifstream in_;
-  std::string line_;
-  int64_t line_no_ = 0;
+  LineReader in_;
   int64_t emitted_ = 0;
   int64_t skipped_ = 0;
   std::optional<int64_t> origin_ns_;

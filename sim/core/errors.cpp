@@ -1,0 +1,57 @@
+#include "sim/core/errors.h"
+
+#include <cstdio>
+
+#include "sim/core/utf8.h"
+
+namespace kvsim {
+namespace {
+
+// Appends s[0, limit) escaped; returns the bytes consumed (never splits a UTF-8 sequence).
+size_t append_escaped(std::string& out, std::string_view s, size_t limit) {
+  size_t i = 0;
+  while (i < s.size() && i < limit) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = utf8_length(s, i);
+    if (n > 1) {
+      if (i + n > limit) break;
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (n == 1 && c >= 0x20 && c != 0x7F) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    }
+    ++i;
+  }
+  return i;
+}
+
+}  // namespace
+
+std::string quote_for_message(std::string_view text, size_t max_bytes) {
+  std::string out = "'";
+  const size_t used = append_escaped(out, text, max_bytes);
+  out += "'";
+  if (used < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+std::string one_line(std::string_view message, size_t max_bytes) {
+  std::string out;
+  const size_t used = append_escaped(out, message, max_bytes);
+  if (used < message.size()) out += "... (truncated)";
+  return out;
+}
+
+}  // namespace kvsim
