@@ -3,11 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "sim/core/errors.h"
+#include "sim/core/input_file.h"
 
 namespace kvsim {
 namespace {
@@ -17,11 +16,11 @@ namespace {
 }
 
 std::string read_text(const std::string& path, const std::string& source, const std::string& key) {
-  std::ifstream in(path);
-  if (!in) fail(source, key, "cannot open scenario file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  try {
+    return read_input_file(path, "scenario file");
+  } catch (const InputError& e) {
+    fail(source, key, e.what());
+  }
 }
 
 // Flow-style YAML text of a node, as --set reads it back (quoted where a plain scalar would not survive).
@@ -46,7 +45,8 @@ std::vector<std::string> read_sets(const YAML::Node& n, const std::string& sourc
     if (!n[i].IsScalar()) fail(source, k, "must be a key.path=value string");
     const std::string s = n[i].Scalar();
     const auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) fail(source, k, "expected key.path=value (got '" + s + "')");
+    if (eq == std::string::npos || eq == 0)
+      fail(source, k, "expected key.path=value (got " + quote_for_message(s) + ")");
     out.push_back(s);
   }
   return out;
@@ -70,7 +70,9 @@ SweepFile parse_sweep_file(const std::string& text, const std::string& source, c
     if (!known.count(k)) {
       std::string list;
       for (const auto& a : known) list += (list.empty() ? "" : ", ") + a;
-      fail(source, k, "unknown key (known: " + list + ")");
+      const bool plain =
+          !k.empty() && k.size() <= 100 && k.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string::npos;
+      fail(source, plain ? k : quote_for_message(k, 100), "unknown key (known: " + list + ")");
     }
   }
 
@@ -133,7 +135,7 @@ SweepFile parse_sweep_file(const std::string& text, const std::string& source, c
     else if (v == "zip")
       f.combine = SweepCombine::kZip;
     else
-      fail(source, "combine", "must be grid or zip (got '" + v + "')");
+      fail(source, "combine", "must be grid or zip (got " + quote_for_message(v) + ")");
   }
   if (f.combine == SweepCombine::kZip) {
     for (const SweepAxis& a : f.axes)
@@ -176,17 +178,14 @@ SweepFile parse_sweep_file(const std::string& text, const std::string& source, c
     else if (v == "repeat")
       f.seed_key = SweepSeedKey::kRepeat;
     else
-      fail(source, "seed_key", "must be point or repeat (got '" + v + "')");
+      fail(source, "seed_key", "must be point or repeat (got " + quote_for_message(v) + ")");
   }
   return f;
 }
 
 SweepFile load_sweep_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open sweep file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_sweep_file(ss.str(), path, std::filesystem::path(path).parent_path().string());
+  return parse_sweep_file(read_input_file(path, "sweep file"), path,
+                          std::filesystem::path(path).parent_path().string());
 }
 
 }  // namespace kvsim

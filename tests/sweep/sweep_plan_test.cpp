@@ -117,7 +117,11 @@ TEST(SweepPlan, AnInvalidPointNamesThePointAndKeyBeforeAnythingRuns) {
   EXPECT_NE(e.find("engine.block_size"), std::string::npos) << e;
   EXPECT_NE(error_of(d, "base: base.yaml\naxes: {engine.blok_size: [16]}\n").find("engine.blok_size"),
             std::string::npos);
-  EXPECT_NE(error_of(d, "base: nope.yaml\n").find("base: cannot open"), std::string::npos);
+  const std::string missing = error_of(d, "base: nope.yaml\n");
+  EXPECT_NE(missing.find("s.yaml: base: "), std::string::npos) << missing;
+  EXPECT_NE(missing.find("nope.yaml: cannot open scenario file"), std::string::npos) << missing;
+  const std::string junk = error_of(d, "base: base.yaml\n\"a\\nb\": 1\n");
+  EXPECT_EQ(junk.find('\n'), std::string::npos) << junk;  // a key with a newline stays on one line
   EXPECT_NE(error_of(d, "base: base.yaml\naxes: {engine.block_size: []}\n").find("axes.engine.block_size"),
             std::string::npos);
   EXPECT_NE(error_of(d, "base: base.yaml\ncombine: zip\naxes: {engine.block_size: [16], engine.max_num_seqs: [1, 2]}\n")
