@@ -2,7 +2,9 @@
 # Installs the Debian packages kvsim needs, only those that are missing. Nothing else is downloaded.
 set -euo pipefail
 pkgs=(build-essential cmake libboost-program-options-dev libboost-graph-dev libyaml-cpp-dev libeigen3-dev
-      libhdf5-dev libgtest-dev libbenchmark-dev python3 python3-h5py python3-pandas python3-matplotlib)
+      libhdf5-dev libgtest-dev libbenchmark-dev python3 python3-h5py python3-pandas python3-matplotlib
+      openmpi-bin libopenmpi-dev
+      chromium)  # headless, renders analysis/compare.py's report in tests/sweep/compare_report_test.cpp
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

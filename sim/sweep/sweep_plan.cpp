@@ -1,0 +1,120 @@
+#include "sim/sweep/sweep_plan.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "sim/core/errors.h"
+#include "sim/core/random.h"
+
+namespace kvsim {
+namespace {
+
+struct Assignment {
+  std::string column;
+  std::string display;
+  std::vector<std::string> sets;
+};
+
+// Rows of axis assignments in point order (grid: first axis slowest; zip: i-th of each).
+std::vector<std::vector<Assignment>> axis_rows(const SweepFile& f) {
+  std::vector<std::vector<Assignment>> rows{{}};
+  if (f.axes.empty()) return rows;
+  const auto assign = [](const SweepAxis& a, size_t i) {
+    return Assignment{a.key, a.values[i].display, {a.key + "=" + a.values[i].yaml}};
+  };
+  if (f.combine == SweepCombine::kZip) {
+    rows.clear();
+    for (size_t i = 0; i < f.axes.front().values.size(); ++i) {
+      std::vector<Assignment> row;
+      for (const SweepAxis& a : f.axes) row.push_back(assign(a, i));
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+  for (const SweepAxis& a : f.axes) {
+    std::vector<std::vector<Assignment>> next;
+    for (const auto& row : rows)
+      for (size_t i = 0; i < a.values.size(); ++i) {
+        next.push_back(row);
+        next.back().push_back(assign(a, i));
+      }
+    rows = std::move(next);
+  }
+  return rows;
+}
+
+std::string point_key(std::vector<Assignment> row) {
+  std::sort(row.begin(), row.end(), [](const Assignment& a, const Assignment& b) { return a.column < b.column; });
+  std::string key;
+  for (const Assignment& a : row) key += (key.empty() ? "" : ",") + a.column + "=" + a.display;
+  return key;
+}
+
+}  // namespace
+
+uint64_t sweep_point_seed(uint64_t base_seed, const std::string& key) {
+  uint64_t state = base_seed ^ fnv1a64(key);
+  return splitmix64(state) & 0x7fffffffffffffffULL;
+}
+
+SweepPlan plan_sweep(const SweepFile& file, const std::vector<std::string>& extra_sets) {
+  SweepPlan plan;
+  plan.file = file;
+  plan.file.sets.insert(plan.file.sets.end(), extra_sets.begin(), extra_sets.end());
+  plan.base_hash = fnv1a64(file.base_yaml);
+  // The base seed is the base scenario's after the sweep-wide overrides.
+  try {
+    plan.base_seed = parse_scenario(file.base_yaml, file.base_source, plan.file.sets).seed;
+  } catch (const InputError& e) {
+    throw InputError(file.path + ": base: " + e.what());
+  }
+
+  if (!file.variants.empty()) plan.columns.push_back("variant");
+  for (const SweepAxis& a : file.axes) plan.columns.push_back(a.key);
+  if (file.seeds > 0) plan.columns.push_back("repeat");
+
+  std::vector<std::vector<Assignment>> variant_rows{{}};
+  if (!file.variants.empty()) {
+    variant_rows.clear();
+    for (const SweepVariant& v : file.variants) variant_rows.push_back({Assignment{"variant", v.name, v.sets}});
+  }
+  const auto rows = axis_rows(file);
+  const int repeats = std::max(1, file.seeds);
+  for (const auto& vrow : variant_rows)
+    for (const auto& arow : rows)
+      for (int r = 0; r < repeats; ++r) {
+        std::vector<Assignment> row = vrow;
+        row.insert(row.end(), arow.begin(), arow.end());
+        if (file.seeds > 0) row.push_back(Assignment{"repeat", std::to_string(r), {}});
+        SweepPoint p;
+        p.index = static_cast<int>(plan.points.size());
+        p.key = point_key(row);
+        p.seed = sweep_point_seed(plan.base_seed, file.seed_key == SweepSeedKey::kRepeat
+                                                      ? "repeat=" + std::to_string(file.seeds > 0 ? r : 0)
+                                                      : p.key);
+        p.overrides = plan.file.sets;
+        for (const Assignment& a : row) {
+          p.values.push_back(a.display);
+          p.overrides.insert(p.overrides.end(), a.sets.begin(), a.sets.end());
+        }
+        p.overrides.push_back("seed=" + std::to_string(p.seed));
+        plan.points.push_back(std::move(p));
+      }
+
+  for (const SweepPoint& p : plan.points) point_scenario(plan, p);
+  return plan;
+}
+
+Scenario point_scenario(const SweepPlan& plan, const SweepPoint& point) {
+  Scenario s;
+  try {
+    s = parse_scenario(plan.file.base_yaml, plan.file.base_source, point.overrides);
+  } catch (const InputError& e) {
+    throw InputError(plan.file.path + ": point " + std::to_string(point.index) + " (" +
+                     (point.key.empty() ? "base" : point.key) + "): " + e.what());
+  }
+  s.output = {};
+  return s;
+}
+
+}  // namespace kvsim
