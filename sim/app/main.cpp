@@ -21,7 +21,7 @@ const char* kUsage =
     "  size CONFIG.json...   exact KV cache, state, weights and capacity per model\n"
     "  run SCENARIO.yaml     replay a workload through a vLLM-like engine or a cluster of them\n"
     "  sweep SWEEP.yaml      run a scenario over axes of keys (threads, shards, MPI) into one table\n"
-    "  bench                 replay the Mooncake conversation trace and report simulator speed\n"
+    "  bench                 replay the Mooncake conversation trace and report simulator speed (--suite: all targets)\n"
     "  calibrate             fit the calibrated latency model and report the fit error per operator\n"
     "  validate POINTS.csv   simulate measured end-to-end points and report TTFT/TPOT errors\n"
     "\n"
