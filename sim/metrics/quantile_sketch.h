@@ -47,11 +47,11 @@ class StreamingDistribution {
   void add(T v) {
     ++count_;
     sum_ += static_cast<double>(v);
-    squares_ += static_cast<double>(v) * static_cast<double>(v);
     if (!sketched_) {
       exact_.push_back(v);
       if (static_cast<int64_t>(exact_.size()) > limit_) spill();
     } else {
+      squares_ += static_cast<double>(v) * static_cast<double>(v);
       sketch_.add(static_cast<double>(v));
     }
   }
@@ -62,7 +62,10 @@ class StreamingDistribution {
 
  private:
   void spill() {
-    for (T v : exact_) sketch_.add(static_cast<double>(v));
+    for (T v : exact_) {
+      squares_ += static_cast<double>(v) * static_cast<double>(v);
+      sketch_.add(static_cast<double>(v));
+    }
     exact_.clear();
     exact_.shrink_to_fit();
     sketched_ = true;

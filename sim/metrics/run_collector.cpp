@@ -111,7 +111,11 @@ void RunCollector::on_request_done(const RequestRecord& r) {
       pa.tpot.add(tpot);
     }
   }
-  last_delivery_.erase(r.id.value());
+  const int32_t slot = delivery_slot_.find(static_cast<uint64_t>(r.id.value()), 0);
+  if (slot != FlatMap::kAbsent) {
+    delivery_slot_.erase(static_cast<uint64_t>(r.id.value()), 0);
+    free_delivery_slots_.push_back(slot);
+  }
 
   RequestRow row;
   row.id = r.id.value();
@@ -226,11 +230,23 @@ void RunCollector::sample(SimTime at, const StepRecord* only) {
 void RunCollector::on_tokens(RequestId id, SimTime at, int64_t n) {
   KVSIM_CHECK(n >= 1, "on_tokens with n = " << n);
   last_seen_ = std::max(last_seen_, at);
-  auto [it, first] = last_delivery_.try_emplace(id.value(), at);
-  if (!first) {
-    KVSIM_CHECK(at >= it->second, "tokens of request " << id.value() << " delivered back in time");
-    itl_.add(static_cast<float>(ms_between(it->second, at)));
-    it->second = at;
+  const int32_t slot = delivery_slot_.find(static_cast<uint64_t>(id.value()), 0);
+  if (slot == FlatMap::kAbsent) {
+    int32_t fresh;
+    if (!free_delivery_slots_.empty()) {
+      fresh = free_delivery_slots_.back();
+      free_delivery_slots_.pop_back();
+      last_delivery_[static_cast<size_t>(fresh)] = at;
+    } else {
+      fresh = static_cast<int32_t>(last_delivery_.size());
+      last_delivery_.push_back(at);
+    }
+    delivery_slot_.put(static_cast<uint64_t>(id.value()), 0, fresh);
+  } else {
+    SimTime& last = last_delivery_[static_cast<size_t>(slot)];
+    KVSIM_CHECK(at >= last, "tokens of request " << id.value() << " delivered back in time");
+    itl_.add(static_cast<float>(ms_between(last, at)));
+    last = at;
   }
   // The extra tokens of a multi-token delivery arrive with a gap of 0.
   for (int64_t k = 1; k < n; ++k) itl_.add(0.0f);

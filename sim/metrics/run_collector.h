@@ -35,9 +35,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "sim/core/flat_map.h"
 #include "sim/metrics/quantile_sketch.h"
 #include "sim/metrics/records.h"
 #include "sim/metrics/summary.h"
@@ -180,7 +180,10 @@ class RunCollector final : public IRecordSink {
   SimTime first_arrival_, last_finish_, last_seen_;
   StreamingDistribution<double> ttft_, tpot_, e2e_, queue_;
   StreamingDistribution<float> itl_;
-  std::unordered_map<int64_t, SimTime> last_delivery_;  // lookup only; never iterated
+  // Last token delivery of each request in flight: request id -> slot of last_delivery_ (lookup only).
+  FlatMap delivery_slot_;
+  std::vector<SimTime> last_delivery_;
+  std::vector<int32_t> free_delivery_slots_;
   std::vector<InstanceAgg> instances_;
   std::vector<PoolAgg> pools_;
   // Concurrency: level = arrived - left, arrivals at the current instant held in pending_.

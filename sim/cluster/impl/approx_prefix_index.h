@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "sim/cluster/impl/flat_map.h"
+#include "sim/core/flat_map.h"
 
 namespace kvsim {
 

@@ -16,7 +16,7 @@
 #include <unordered_map>
 
 #include "sim/cluster/impl/approx_prefix_index.h"
-#include "sim/cluster/impl/flat_map.h"
+#include "sim/core/flat_map.h"
 #include "sim/cluster/impl/prefix_hashes.h"
 #include "sim/cluster/impl/routers.h"
 #include "sim/core/check.h"

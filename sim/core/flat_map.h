@@ -1,7 +1,7 @@
 #pragma once
-// FlatMap: open addressing (linear probing, backward-shift deletion) from a (64-bit key, 32-bit tag)
-// pair to an int32 value, growing by doubling at 50 % load. No per-entry allocation: routers insert and
-// drop millions of block hashes. Lookup only, never iterated.
+// FlatMap (used by routers and the metrics collector): open addressing (linear probing, backward-shift deletion) from a
+// (64-bit key, 32-bit tag) pair to an int32 value, growing by doubling at 50 % load. No per-entry allocation: routers
+// insert and drop millions of block hashes. Lookup only, never iterated.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
