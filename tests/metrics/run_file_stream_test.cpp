@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <iterator>
 
 #include "sim/app/simulation.h"
+#include "sim/core/errors.h"
 #include "sim/metrics/hdf5_writer.h"
 #include "sim/scenario/scenario.h"
 #include "tests/app/cli_runner.h"
@@ -140,6 +142,31 @@ TEST(RunFileStream, SummaryAndRunFileAreWrittenAsAPair) {
   EXPECT_FALSE(fs::exists(h5 + ".tmp"));
   EXPECT_FALSE(fs::exists(json + ".tmp"));
   fs::remove_all(dir);
+}
+
+// output.steps every N keeps step records 0, N, 2N, ...; output.timeseries_interval samples at the first
+// step end at or after each multiple of the interval, one per-instance row per instance seen.
+TEST(RunFileStream, StepsEveryNAndTimeseriesInterval) {
+  const Scenario all = parse_scenario(kTwoPools, "two_pools.yaml");
+  const Scenario some =
+      parse_scenario(kTwoPools, "two_pools.yaml", {"output.steps=every 3", "output.timeseries_interval=500ms"});
+  const SimulationResult a = run_simulation(all);
+  const SimulationResult b = run_simulation(some);
+  EXPECT_EQ(b.fingerprint, a.fingerprint);  // outputs never change the simulation
+  const int64_t n = a.collector->num_steps();
+  ASSERT_GT(n, 30);
+  EXPECT_EQ(static_cast<int64_t>(b.collector->steps().size()), (n + 2) / 3);
+  for (size_t i = 0; i < b.collector->steps().size(); ++i)
+    EXPECT_EQ(b.collector->steps()[i].end, a.collector->steps()[3 * i].end) << i;
+  const TimeSeries& ts = b.collector->timeseries();
+  ASSERT_GT(ts.size(), 1u);
+  for (size_t i = 1; i < ts.size(); ++i)
+    EXPECT_GE(std::floor(ts.time_s[i] / 0.5), std::floor(ts.time_s[i - 1] / 0.5) + 1);
+  const InstanceSeries& is = b.collector->instance_series();
+  EXPECT_LE(is.size(), 3 * ts.size());
+  EXPECT_EQ(std::count(is.time_s.begin(), is.time_s.end(), ts.time_s.back()), 3);  // all three instances
+  for (const char* bad : {"output.steps=every 0", "output.steps=sometimes", "output.compression=10"})
+    EXPECT_THROW(parse_scenario(kTwoPools, "two_pools.yaml", {bad}), InputError) << bad;
 }
 
 // Two runs of one scenario through the CLI give byte-identical run files (cmp), wall time included
