@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/app/commands.h"
 #include "sim/app/run_command.h"
 #include "sim/app/simulation.h"
 #include "sim/core/errors.h"
@@ -138,7 +139,8 @@ int run_suite(std::ostream& out) {
 int run_bench_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc(
       "kvsim bench [options]\n\nReplays a scenario (default: the whole Mooncake conversation trace on Qwen3-8B / H100 "
-      "with prefix caching) and reports simulator speed; --suite runs the speed targets, each in its own process");
+      "with prefix caching) and reports simulator speed; --suite runs the speed targets, each in its own process",
+      kHelpLineLength, kHelpLineLength / 2);
   // clang-format off
   desc.add_options()
     ("help,h", "show this help")

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 
+#include "sim/app/commands.h"
 #include "sim/app/simulation.h"
 #include "sim/core/errors.h"
 #include "sim/model/config_reader.h"
@@ -43,7 +44,8 @@ std::string num(const char* f, double v) {
 int run_calibrate_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc(
       "kvsim calibrate [options]\n\nFit the calibrated latency model on the operator tables and report the fit "
-      "error per operator");
+      "error per operator",
+      kHelpLineLength, kHelpLineLength / 2);
   // clang-format off
   desc.add_options()
     ("help,h", "show this help")

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "sim/app/commands.h"
 #include "sim/app/simulation.h"
 #include "sim/core/errors.h"
 #include "sim/metrics/hdf5_writer.h"
@@ -97,7 +98,8 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc(
       "kvsim run SCENARIO.yaml [options]\n\nReplays a workload through one vLLM-like engine, or through pools of them "
       "behind a router (the "
-      "scenario's cluster: section)");
+      "scenario's cluster: section)",
+      kHelpLineLength, kHelpLineLength / 2);
   // clang-format off
   desc.add_options()
     ("help,h", "show this help")

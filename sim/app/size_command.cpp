@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "sim/app/commands.h"
 #include "sim/app/recompute_report.h"
 #include "sim/app/simulation.h"
 #include "sim/app/size_report.h"
@@ -30,7 +31,8 @@ po::options_description size_options() {
       "A context past max_position_embeddings is a warning naming the RoPE scaling that would allow it; with --gpu,\n"
       "a model with no room for one request says 'does not fit' and how many GPUs (and which --tp) it needs; a model\n"
       "whose every layer slides shows its bytes per token inside the window (marked *). A config that fails does\n"
-      "not stop the others: its error follows them and the exit code is 2.\n\nOptions");
+      "not stop the others: its error follows them and the exit code is 2.\n\nOptions",
+      kHelpLineLength, kHelpLineLength / 2);
   // clang-format off
   d.add_options()
     ("help,h", "show this help")

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <thread>
 
+#include "sim/app/commands.h"
 #include "sim/app/simulation.h"
 #include "sim/core/errors.h"
 #include "sim/sweep/mpi_world.h"
@@ -92,7 +93,8 @@ int run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc(
       "kvsim sweep SWEEP.yaml [options]\nkvsim sweep merge DIR\n\nRuns every point of a sweep (a base scenario "
       "plus axes of scenario keys) as an independent simulation, on local threads, as one shard of an array job, "
-      "or on MPI ranks, and merges one table");
+      "or on MPI ranks, and merges one table",
+      kHelpLineLength, kHelpLineLength / 2);
   // clang-format off
   desc.add_options()
     ("help,h", "show this help")

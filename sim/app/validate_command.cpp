@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "sim/app/commands.h"
 #include "sim/app/simulation.h"
 #include "sim/core/errors.h"
 #include "sim/metrics/quantiles.h"
@@ -179,7 +180,8 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
 int run_validate_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc(
       "kvsim validate POINTS.csv [options]\n\nSimulate measured end-to-end points (closed loop at each point's "
-      "concurrency) and report TTFT / TPOT error");
+      "concurrency) and report TTFT / TPOT error",
+      kHelpLineLength, kHelpLineLength / 2);
   // clang-format off
   desc.add_options()
     ("help,h", "show this help")
