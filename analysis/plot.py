@@ -3,12 +3,17 @@
 
     plot.py RUN.h5 --out DIR
 
-Writes into DIR: ttft_cdf.png, e2e_cdf.png, concurrency.png, kv_usage.png, hit_rate.png and, for a run
+Writes into DIR: ttft_cdf.png, e2e_cdf.png, tpot_cdf.png (log-scale CDFs, p50 / p90 / p99 marked,
+unfinished requests counted in the legend), concurrency.png, kv_usage.png (fraction of capacity),
+hit_rate.png, throughput.png, steps.png (prefill / decode tokens per step, preemptions over time),
+lost_reuse.png (by cause) and, for a run
 with several instances (a cluster), instance_load.png (running + waiting and KV usage per instance over
 time) and instance_hit_rate.png (token hit rate per instance, coloured by pool).
 """
 import argparse
+import json
 import os
+import re
 import sys
 
 import matplotlib
@@ -98,6 +103,7 @@ def plot_instances(requests, per_instance, pool_names, title, out):
 
 
 def cdf(ax, values, label):
+    """A CDF on a log x axis with p50 / p90 / p99 marked and labelled (numpy's linear percentiles)."""
     v = np.sort(np.asarray(values, dtype=float))
     v = v[~np.isnan(v)]
     if len(v) == 0:
@@ -105,11 +111,44 @@ def cdf(ax, values, label):
         return
     y = np.arange(1, len(v) + 1) / len(v)
     ax.step(v, y, where="post", label=label)
+    if v[0] > 0:
+        ax.set_xscale("log")
     for q in (0.5, 0.9, 0.99):
+        x = np.percentile(v, 100 * q)
         ax.axhline(q, color="grey", lw=0.5, ls=":")
+        ax.plot([x], [q], "o", color="C3", ms=4)
+        ax.annotate(f"p{int(round(q * 100))} {x:.4g}", (x, q), textcoords="offset points", xytext=(6, -10),
+                    fontsize=8, color="C3")
     ax.set_ylim(0, 1.0)
     ax.set_ylabel("fraction of requests")
-    ax.grid(True, alpha=0.3)
+    ax.grid(True, alpha=0.3, which="both")
+
+
+def describe(meta):
+    """'model on gpu TPn, workload' from the resolved scenario in /meta (plain line matching: no YAML parser)."""
+    text = meta.get("scenario", "")
+    if isinstance(text, bytes):
+        text = text.decode()
+
+    def first(key):
+        # block style ("key: value" on its line) or flow style ("{key: value, ...}")
+        m = re.search(r"(?:^|[{,\s])" + key + r":\s*([^\n#,}]+)", text, re.M)
+        return m.group(1).strip().strip("'\"") if m else ""
+
+    model = os.path.splitext(os.path.basename(first("model")))[0]
+    tp = first("tensor_parallel_size") or "1"
+    if re.search(r"(?:^|[{,\s])trace:", text, re.M):
+        workload = (first("format") + " trace " + os.path.basename(first("path"))).strip()
+    else:
+        workload = (first("kind") or "synthetic") + " workload"
+    parts = [p for p in (model, first("gpu") and f"on {first('gpu')} TP{tp}", workload and f"({workload})") if p]
+    return " ".join(parts)
+
+
+def binned_rate(times, weights, bins):
+    counts, edges = np.histogram(times, bins=bins, weights=weights)
+    width = edges[1] - edges[0] if len(edges) > 1 else 1.0
+    return edges[:-1], counts / width
 
 
 def save(fig, out, name):
@@ -121,21 +160,29 @@ def save(fig, out, name):
 
 
 def plot_all(path, out, title=None):
-    requests, ts, meta, _ = read_run(path)
-    title = title or os.path.basename(path)
+    requests, ts, meta, summary_text = read_run(path)
+    summary = json.loads(summary_text) if summary_text else {}
+    with h5py.File(path, "r") as f:
+        steps = read_group(f, "steps")
+    title = title or describe(meta) or os.path.basename(path)
     os.makedirs(out, exist_ok=True)
     written = []
     done = requests[requests["finished"] == 1] if "finished" in requests else requests
+    unfinished = len(requests) - len(done)
+    legend = f"{len(done)} finished" + (f", {unfinished} unfinished (not in the CDF)" if unfinished else "")
 
-    for name, start, end, label in (
-        ("ttft_cdf.png", "arrival_s", "first_token_s", "TTFT (ms)"),
-        ("e2e_cdf.png", "arrival_s", "finish_s", "E2E latency (ms)"),
+    tpot = ((done["finish_s"] - done["first_token_s"]) / (done["output_tokens"] - 1)).where(done["output_tokens"] > 1) \
+        if len(done) else []
+    for name, values, label in (
+        ("ttft_cdf.png", (done["first_token_s"] - done["arrival_s"]) * 1e3 if len(done) else [], "TTFT (ms)"),
+        ("e2e_cdf.png", (done["finish_s"] - done["arrival_s"]) * 1e3 if len(done) else [], "E2E latency (ms)"),
+        ("tpot_cdf.png", np.asarray(tpot, dtype=float) * 1e3, "TPOT (ms per output token)"),
     ):
-        fig, ax = plt.subplots(figsize=(6, 4))
-        values = (done[end] - done[start]) * 1e3 if len(done) else []
-        cdf(ax, values, label)
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        cdf(ax, values, legend)
         ax.set_xlabel(label)
-        ax.set_title(f"{title}: {label.split(' (')[0]} CDF")
+        ax.legend(loc="lower right", fontsize=8)
+        ax.set_title(f"{title}\n{label.split(' (')[0]} CDF", fontsize=10)
         written.append(save(fig, out, name))
 
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -146,17 +193,25 @@ def plot_all(path, out, title=None):
         ax.legend()
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("requests")
-    ax.set_title(f"{title}: concurrency")
+    ax.set_title(f"{title}\nconcurrency", fontsize=10)
     ax.grid(True, alpha=0.3)
     written.append(save(fig, out, "concurrency.png"))
 
     fig, ax = plt.subplots(figsize=(7, 4))
+    total = summary.get("kv_blocks", {}).get("total", 0)
+    usable = total - max(1, summary.get("cluster", {}).get("instances", 1)) if total else 0  # null block each
     if len(ts):
-        ax.step(ts["time_s"], ts["kv_blocks_used"], where="post", label="KV blocks used")
+        if usable > 0:
+            ax.step(ts["time_s"], ts["kv_blocks_used"] / usable, where="post", label="KV blocks used")
+            ax.axhline(1.0, color="C3", lw=1, ls="--", label=f"capacity ({usable} blocks)")
+            ax.set_ylim(0, 1.05)
+            ax.set_ylabel("fraction of KV capacity")
+        else:
+            ax.step(ts["time_s"], ts["kv_blocks_used"], where="post", label="KV blocks used")
+            ax.set_ylabel("blocks")
         ax.legend()
     ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("blocks")
-    ax.set_title(f"{title}: KV cache usage")
+    ax.set_title(f"{title}\nKV cache usage", fontsize=10)
     ax.grid(True, alpha=0.3)
     written.append(save(fig, out, "kv_usage.png"))
 
@@ -165,15 +220,60 @@ def plot_all(path, out, title=None):
         prompt = requests["prompt_tokens"].astype(float)
         rate = np.where(prompt > 0, requests["cached_tokens"] / prompt.where(prompt > 0, 1.0), np.nan)
         ax.scatter(requests["arrival_s"], rate, s=4, alpha=0.5)
-        total = requests["cached_tokens"].sum() / max(prompt.sum(), 1.0)
-        ax.axhline(total, color="C1", lw=1, label=f"token hit rate {total:.1%}")
+        total_rate = requests["cached_tokens"].sum() / max(prompt.sum(), 1.0)
+        ax.axhline(total_rate, color="C1", lw=1, label=f"token hit rate {total_rate:.1%}")
         ax.legend()
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("arrival time (s)")
     ax.set_ylabel("cached / prompt tokens")
-    ax.set_title(f"{title}: prefix-cache hit rate per request")
+    ax.set_title(f"{title}\nprefix-cache hit rate per request", fontsize=10)
     ax.grid(True, alpha=0.3)
     written.append(save(fig, out, "hit_rate.png"))
+
+    # Throughput over time: finished requests and output tokens per second, in 50 bins.
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if len(done) > 1:
+        x, r = binned_rate(done["finish_s"], None, 50)
+        ax.step(x, r, where="post", label="finished requests / s")
+        ax2 = ax.twinx()
+        x2, tok = binned_rate(done["finish_s"], done["output_tokens"], 50)
+        ax2.step(x2, tok, where="post", color="C1", label="output tokens / s (by finish)")
+        ax2.set_ylabel("output tokens / s")
+        ax2.legend(loc="upper right", fontsize=8)
+        ax.legend(loc="upper left", fontsize=8)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("requests / s")
+    ax.set_title(f"{title}\nthroughput over time", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    written.append(save(fig, out, "throughput.png"))
+
+    # Prefill and decode tokens per step, and preemptions over time (from /steps; empty with output.steps: none).
+    fig, axes = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True)
+    if len(steps):
+        axes[0].plot(steps["end_s"], steps["num_prefill_tokens"], ".", ms=1, label="prefill tokens")
+        axes[0].plot(steps["end_s"], steps["num_decode_tokens"], ".", ms=1, label="decode tokens")
+        axes[0].legend(fontsize=8, markerscale=8)
+        axes[1].step(steps["end_s"], np.cumsum(steps["preemptions"]), where="post", color="C3")
+    else:
+        axes[0].text(0.5, 0.5, "no /steps (output.steps: none)", ha="center", va="center", transform=axes[0].transAxes)
+    axes[0].set_ylabel("tokens per step")
+    axes[1].set_ylabel("preemptions (cumulative)")
+    axes[1].set_xlabel("simulated time (s)")
+    axes[0].set_title(f"{title}\nsteps: tokens and preemptions", fontsize=10)
+    for a in axes:
+        a.grid(True, alpha=0.3)
+    written.append(save(fig, out, "steps.png"))
+
+    # Lost reuse by cause (summary); different_image is a what-if, named as such.
+    fig, ax = plt.subplots(figsize=(7, 4))
+    lost = summary.get("prefix_cache", {}).get("lost_tokens_by_cause", {})
+    causes = [c for c in lost if c != "none"]
+    labels = [c + (" (what-if)" if c == "different_image" else "") for c in causes]
+    ax.barh(labels, [lost[c] for c in causes], color="C4")
+    ax.set_xlabel("prompt tokens not reused")
+    ax.set_title(f"{title}\nlost reuse by cause", fontsize=10)
+    ax.grid(True, alpha=0.3, axis="x")
+    written.append(save(fig, out, "lost_reuse.png"))
 
     per_instance, pool_names = read_instances(path)
     if len(per_instance) and per_instance["instance"].nunique() > 1:

@@ -56,7 +56,8 @@ TEST(PlotScript, WritesEveryPngForARunFile) {
   const std::string cmd = python + " " + KVSIM_SOURCE_DIR + "/analysis/plot.py " + run + " --out " +
                           (dir / "plots").string() + " >/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  for (const char* png : {"ttft_cdf.png", "e2e_cdf.png", "concurrency.png", "kv_usage.png", "hit_rate.png"}) {
+  for (const char* png : {"ttft_cdf.png", "e2e_cdf.png", "tpot_cdf.png", "concurrency.png", "kv_usage.png",
+                          "hit_rate.png", "throughput.png", "steps.png", "lost_reuse.png"}) {
     EXPECT_GT(fs::file_size(dir / "plots" / png), 1000u) << png;
   }
   EXPECT_FALSE(fs::exists(dir / "plots" / "instance_load.png")) << "one instance: no per-instance plots";
