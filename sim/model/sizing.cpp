@@ -195,7 +195,8 @@ std::string weight_format(const ModelSpec& spec, std::optional<DType> weight) {
   const double share = total > 0 ? 100.0 * spec.quantized_params / total : 0.0;
   std::ostringstream o;
   o.precision(1);
-  o << std::fixed << spec.quant.format() << " (" << share << "% of parameters; the rest bf16), from quantization_config";
+  o << std::fixed << spec.quant.format() << " (" << share
+    << "% of parameters; the rest bf16), from quantization_config";
   return o.str();
 }
 

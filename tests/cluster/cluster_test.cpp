@@ -1,8 +1,9 @@
 // The cluster driver with real engine instances: assignment, prefix locality, stale load reports,
 // routing latency, invariants and determinism.
+#include "sim/cluster/cluster.h"
+
 #include <gtest/gtest.h>
 
-#include "sim/cluster/cluster.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace kvsim {

@@ -16,10 +16,10 @@
 #include <unordered_map>
 
 #include "sim/cluster/impl/approx_prefix_index.h"
-#include "sim/core/flat_map.h"
 #include "sim/cluster/impl/prefix_hashes.h"
 #include "sim/cluster/impl/routers.h"
 #include "sim/core/check.h"
+#include "sim/core/flat_map.h"
 
 namespace kvsim {
 namespace {
