@@ -172,6 +172,17 @@ cluster:
   EXPECT_EQ(r.summary.pools[1].info.tensor_parallel_size, 2);
 }
 
+// Same scenario and seed: the same assignment (per-instance counts) and the same summary, byte for byte,
+// under each router that draws random numbers or keeps state.
+TEST(ClusterScenario, SameSeedSameSummaryBytes) {
+  for (const char* policy : {"random", "llm_d", "dynamo", "sglang"}) {
+    const std::string text = kBase + "cluster: {pools: [{name: a, instances: 3}], router: {policy: " + policy + "}}\n";
+    const SimulationResult a = run_simulation(parse_scenario(text, "c.yaml"));
+    const SimulationResult b = run_simulation(parse_scenario(text, "c.yaml"));
+    EXPECT_EQ(summary_to_json(a.summary, {false}), summary_to_json(b.summary, {false})) << policy;
+  }
+}
+
 TEST(ClusterScenario, RunFileHasThePoolOfEachRequestAndPerInstanceSeries) {
   const SimulationResult r = run_simulation(parse_scenario(kBase + R"(
 cluster:
