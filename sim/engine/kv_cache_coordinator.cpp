@@ -159,6 +159,16 @@ bool KvCacheCoordinator::allocate_slots(int slot, int64_t num_computed, int64_t 
 int64_t KvCacheCoordinator::cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens,
                                          std::vector<int64_t>* saved_states) {
   if (!enable_caching_) return num_tokens / block_size_;
+  // Without state groups every group caches exactly the full blocks up to num_tokens: a call that
+  // completes no block since the last one (most decode steps) has nothing to register in any group.
+  const int64_t full = num_tokens / block_size_;
+  const bool plain = state_managers_.empty();
+  if (plain) {
+    const auto s = static_cast<size_t>(slot);
+    if (s >= cached_full_.size()) cached_full_.resize(s + 1, -1);
+    if (full <= cached_full_[s]) return full;
+    cached_full_[s] = full;
+  }
   int64_t first_new = 0;
   for (auto& m : managers_) {
     const bool first_state = !state_managers_.empty() && m.get() == state_managers_.front();
@@ -189,6 +199,7 @@ void KvCacheCoordinator::new_step() {
 
 void KvCacheCoordinator::free(int slot) {
   for (auto& m : managers_) m->free(slot);
+  if (static_cast<size_t>(slot) < cached_full_.size()) cached_full_[static_cast<size_t>(slot)] = -1;
 }
 
 int64_t KvCacheCoordinator::num_held_blocks(int slot) const {

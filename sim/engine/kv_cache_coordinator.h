@@ -109,6 +109,9 @@ class KvCacheCoordinator {
   std::vector<std::unique_ptr<ISingleTypeManager>> managers_;
   std::vector<int> lookup_order_;  // full attention first (vLLM sorts FA spec groups first)
   mutable std::vector<BlockId> scratch_;
+  // Layouts without state groups: per slot, the full blocks registered so far (-1: none since the
+  // slot's blocks were last freed), so cache_blocks() skips calls that complete no block.
+  std::vector<int64_t> cached_full_;
 };
 
 }  // namespace kvsim
