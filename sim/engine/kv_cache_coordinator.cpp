@@ -57,6 +57,9 @@ void KvCacheCoordinator::init(const KvCacheLayout& layout, int64_t max_in_flight
     }
   }
   has_full_attention_ = found_full;
+  all_full_attention_ = true;
+  for (const KvCacheGroup& grp : layout.groups)
+    all_full_attention_ = all_full_attention_ && grp.kind == KvGroupKind::kFullAttention;
   // vLLM resolve_kv_cache_block_sizes: hash_block_size = prefix_match_unit, falling back to the
   // scheduler block size when prefix caching is off or a Mamba group is not in align mode; partial
   // hash hits need it below the block size with Mamba in align mode. A single-group (plain) model
@@ -125,6 +128,17 @@ void KvCacheCoordinator::find_longest_cache_hit(std::span<const uint64_t> hashes
 bool KvCacheCoordinator::allocate_slots(int slot, int64_t num_computed, int64_t num_new_tokens, const CacheHit* hit,
                                         int64_t full_sequence_tokens, int64_t reserve) {
   KVSIM_CHECK(num_new_tokens > 0, "allocate_slots with " << num_new_tokens << " new tokens");
+  // A running request of a full-attention-only layout whose blocks already cover the step (a decode
+  // step inside a block): nothing to skip, count or allocate; the general path would find 0 needed.
+  if (all_full_attention_ && hit == nullptr) {
+    const int64_t need = std::min(num_computed + num_new_tokens, max_model_len_);
+    if (full_sequence_tokens <= need) {
+      const int64_t required = (need + block_size_ - 1) / block_size_;
+      bool covered = true;
+      for (const auto& m : managers_) covered = covered && std::ssize(m->blocks(slot)) >= required;
+      if (covered) return pool_.num_free_blocks() - reserve >= 0;
+    }
+  }
   // vLLM: skipped blocks are released first, on processed (not in-flight) tokens.
   for (auto& m : managers_) m->remove_skipped_blocks(slot, num_computed);
   const int64_t hit_tokens = hit == nullptr ? 0 : hit->num_tokens;

@@ -101,6 +101,7 @@ class KvCacheCoordinator {
   bool partial_hash_hits_ = false;
   int hash_unit_ = 0;
   bool has_full_attention_ = false;
+  bool all_full_attention_ = false;  // every group is full attention (no window, no state)
   int64_t state_bytes_ = 0;
   std::vector<MambaManager*> state_managers_;  // non-owning, into managers_
   int64_t max_model_len_;
