@@ -185,7 +185,7 @@ int run_bench_command(const std::vector<std::string>& args, std::ostream& out) {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   int64_t instances = 0;
-  for (const PoolRun& p : res.pools) instances += p.instances;
+  for (const PoolRun& p : res.pools) instances += p.info.instances;
   const auto steps = static_cast<double>(res.collector->num_steps());
   char buf[640];
   if (vm.count("report")) {

@@ -78,12 +78,8 @@ class SignalGuard {
 // Fails now (OutputError naming the path) if `path` cannot be written later: creates its directory and
 // a probe file beside it, then removes the probe.
 void check_writable(const std::string& path) {
-  const std::filesystem::path p(path);
+  make_parent_directories(path);
   std::error_code ec;
-  if (p.has_parent_path()) {
-    std::filesystem::create_directories(p.parent_path(), ec);
-    if (ec) throw OutputError(path + ": cannot create directory " + p.parent_path().string() + ": " + ec.message());
-  }
   const std::string probe = path + ".tmp";
   {
     std::ofstream f(probe, std::ios::binary);

@@ -27,12 +27,8 @@ namespace {
 
 // Writes `text` to `path` (creating its directory); OutputError naming the path on failure.
 void write_text_file(const std::string& path, const std::string& text) {
-  const std::filesystem::path p(path);
+  make_parent_directories(path);
   std::error_code ec;
-  if (p.has_parent_path()) {
-    std::filesystem::create_directories(p.parent_path(), ec);
-    if (ec) throw OutputError(path + ": cannot create directory " + p.parent_path().string() + ": " + ec.message());
-  }
   std::ofstream f(path, std::ios::binary);
   if (!f) throw OutputError(path + ": cannot write");
   f << text;
@@ -112,12 +108,13 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     lm.engine_kind = p.engine.kind;
     latency.push_back(make_latency_model(lm, res.model, gpu, s.path + ": " + where.engine_key + ".latency_model"));
     PoolRun run;
-    run.name = p.name;
-    run.role = p.role;
-    run.gpu = gpu.name;
-    run.tensor_parallel_size = p.engine.tensor_parallel_size;
-    run.first_instance = static_cast<int>(configs.size());
-    run.instances = p.instances;
+    run.info.name = p.name;
+    run.info.role = p.role;
+    run.info.gpu = gpu.name;
+    run.info.tensor_parallel_size = p.engine.tensor_parallel_size;
+    run.info.first_instance = static_cast<int>(configs.size());
+    run.info.instances = p.instances;
+    run.info.usable_blocks = cfg.layout.num_blocks - 1;  // block 0 is the null block
     run.engine = cfg;
     for (int k = 0; k < p.instances; ++k) {
       cfg.instance = static_cast<int>(configs.size());
@@ -140,7 +137,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     RunFileOptions fo;
     fo.compression = s.output.compression;
     for (const PoolRun& p : res.pools)
-      for (int k = 0; k < p.instances; ++k) fo.usable_blocks.push_back(p.engine.layout.num_blocks - 1);
+      for (int k = 0; k < p.info.instances; ++k) fo.usable_blocks.push_back(p.info.usable_blocks);
     file = std::make_unique<RunFileStream>(options.hdf5_path, fo);
   }
   std::unique_ptr<CsvRequestStream> csv;
@@ -175,17 +172,8 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
   info.wall_s = res.wall_s;
   info.fingerprint = sr.fingerprint;
   for (const PoolRun& p : res.pools) {
-    info.kv_blocks_total += p.engine.layout.num_blocks * p.instances;
-    if (!s.cluster.present) continue;
-    PoolInfo pi;
-    pi.name = p.name;
-    pi.role = p.role;
-    pi.gpu = p.gpu;
-    pi.tensor_parallel_size = p.tensor_parallel_size;
-    pi.first_instance = p.first_instance;
-    pi.instances = p.instances;
-    pi.usable_blocks = p.engine.layout.num_blocks - 1;
-    info.pools.push_back(pi);
+    info.kv_blocks_total += p.engine.layout.num_blocks * p.info.instances;
+    if (s.cluster.present) info.pools.push_back(p.info);
   }
   info.router = s.cluster.present ? s.cluster.router.policy : "";
   res.collector->flush();

@@ -16,15 +16,11 @@
 
 namespace kvsim {
 
-// One pool as resolved for the run: its instances are first_instance .. first_instance + instances - 1.
+// One pool as resolved for the run: what the summary reports of it (name, role, GPU, TP, instance range,
+// usable blocks) and its resolved engine (instance / pool ids of its first instance).
 struct PoolRun {
-  std::string name;
-  std::string role;
-  std::string gpu;
-  int tensor_parallel_size = 1;
-  int first_instance = 0;
-  int instances = 0;
-  EngineConfig engine;  // as resolved (instance / pool ids of its first instance)
+  PoolInfo info;
+  EngineConfig engine;
 };
 
 struct SimulationResult {

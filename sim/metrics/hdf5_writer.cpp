@@ -242,21 +242,22 @@ struct RunFileStream::Impl {
   Column<int64_t> ts_running, ts_waiting, ts_used, ts_concurrency, pi_instance, pi_running, pi_waiting, pi_used;
 };
 
+void make_parent_directories(const std::string& path) {
+  const std::filesystem::path p(path);
+  if (!p.has_parent_path()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(p.parent_path(), ec);
+  if (ec) throw OutputError(path + ": cannot create directory " + p.parent_path().string() + ": " + ec.message());
+}
+
 RunFileStream::RunFileStream(const std::string& path, RunFileOptions options) : path_(path), tmp_(path + ".tmp") {
   namespace fs = std::filesystem;
   if (path.empty()) throw OutputError("run file: empty output path");
   if (options.compression < 0 || options.compression > 9)
     throw OutputError("run file " + path + ": compression level must be 0..9 (got " +
                       std::to_string(options.compression) + ")");
-  const fs::path target(path);
+  make_parent_directories(path);
   std::error_code ec;
-  if (target.has_parent_path()) {
-    fs::create_directories(target.parent_path(), ec);
-    if (ec) {
-      throw OutputError("cannot write run file " + path + ": cannot create directory " + target.parent_path().string() +
-                        ": " + ec.message());
-    }
-  }
   h5::QuietErrors quiet;
   try {
     impl_ = std::make_unique<Impl>(tmp_, options);

@@ -50,6 +50,10 @@ class OutputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Creates the directories above `path` (an output file) if missing; OutputError "<path>: cannot create
+// directory <dir>: <reason>" otherwise. Every output (run file, summary, CSV, trace) goes through it.
+void make_parent_directories(const std::string& path);
+
 struct RunMeta {
   std::string scenario_yaml;  // the resolved scenario, as text
   uint64_t seed = 0;

@@ -26,6 +26,8 @@ RunCollector::RunCollector(CollectorOptions options)
       queue_(options.exact_request_samples),
       itl_(options.exact_itl_samples) {
   KVSIM_CHECK(opt_.chunk_rows > 0, "chunk_rows must be positive");
+  if (opt_.timeseries_interval_s > 0)
+    sample_interval_ns_ = std::max<int64_t>(duration_from_seconds(opt_.timeseries_interval_s).ns(), 1);
   KVSIM_CHECK(opt_.steps.mode != StepsOutput::Mode::kEvery || opt_.steps.every >= 1, "steps every N needs N >= 1");
 }
 
@@ -190,8 +192,7 @@ void RunCollector::on_step(const StepRecord& s) {
     sample(s.end, &s);
   } else if (s.end.ns() >= next_sample_ns_) {
     sample(s.end, nullptr);
-    const int64_t step = std::max<int64_t>(duration_from_seconds(opt_.timeseries_interval_s).ns(), 1);
-    next_sample_ns_ = (s.end.ns() / step + 1) * step;
+    next_sample_ns_ = (s.end.ns() / sample_interval_ns_ + 1) * sample_interval_ns_;
   }
 }
 

@@ -194,6 +194,7 @@ class RunCollector final : public IRecordSink {
   std::vector<Latest> latest_;
   int64_t sum_running_ = 0, sum_waiting_ = 0, sum_used_ = 0, peak_used_ = 0;
   int64_t next_sample_ns_ = INT64_MIN;
+  int64_t sample_interval_ns_ = 1;  // timeseries_interval_s in ns (when > 0)
   int64_t num_steps_ = 0;
   // Kept records (keep_records) and chunk buffers (stream).
   std::vector<RequestRow> requests_;

@@ -25,12 +25,7 @@ std::string micros(SimTime t) {
 }  // namespace
 
 TextFileStream::TextFileStream(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
-  const std::filesystem::path p(path_);
-  std::error_code ec;
-  if (p.has_parent_path()) {
-    std::filesystem::create_directories(p.parent_path(), ec);
-    if (ec) throw OutputError(path_ + ": cannot create directory " + p.parent_path().string() + ": " + ec.message());
-  }
+  make_parent_directories(path_);
   f_ = std::fopen(tmp_.c_str(), "wb");
   if (f_ == nullptr) throw OutputError(path_ + ": cannot write");
 }

@@ -309,6 +309,10 @@ RouterSettings read_router(const Reader& r, const YAML::Node& n) {
     if (*out < 0) r.fail(k(key), "must be >= 0 (got " + n[key].Scalar() + ")");
   };
   duration("report_interval", &rs.report_interval_s);
+  // A report is an event while requests are in flight: a sub-millisecond interval would flood the queue
+  // (a nanosecond interval over an hour-long trace is 3.6e12 events). Real routers scrape every 50 ms or so.
+  if (rs.report_interval_s > 0 && rs.report_interval_s < 1e-3)
+    r.fail(k("report_interval"), "must be 0 (live) or at least 1ms (got '" + n["report_interval"].Scalar() + "')");
   duration("routing_latency", &rs.routing_latency_s);
   non_negative("prefix_weight", &rs.prefix_weight);
   non_negative("queue_weight", &rs.queue_weight);

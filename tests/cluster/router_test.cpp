@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "sim/cluster/impl/prefix_hashes.h"
 #include "sim/cluster/router_registry.h"
 #include "sim/core/errors.h"
 #include "sim/core/random.h"
@@ -207,6 +208,21 @@ TEST(SglangRouter, BestMatchAboveThresholdElseSmallestTreeElseLeastLoadedWhenImb
   // although the prompt matches instance 0 entirely.
   for (int i = 0; i < 100; ++i) r->route(make_request(1000 + i, 0, {text(1, 1000)}, 1), {view.all.data(), 1}, view);
   EXPECT_EQ(r->route(make_request(4, 0, {text(1, 1000)}, 1), view.all, view), 2);
+}
+
+// A router hashes token identities: an empty segment adds nothing (and must not end the prompt), so
+// 160 + 0 + 160 tokens hash like 160 + 160: 20 full blocks of 16, and the partial tail of 165 tokens.
+TEST(RouterHashes, EmptySegmentsDoNotEndThePrompt) {
+  std::vector<uint64_t> a, b, c;
+  router_block_hashes(make_request(1, 0, {text(42, 160), text(99, 0), text(43, 160)}, 1), 16, 256, true, a);
+  router_block_hashes(make_request(2, 0, {text(42, 160), text(43, 160)}, 1), 16, 256, true, b);
+  EXPECT_EQ(a.size(), 20u);
+  EXPECT_EQ(a, b);
+  router_block_hashes(make_request(3, 0, {text(42, 160), text(43, 165)}, 1), 16, 256, true, c);
+  ASSERT_EQ(c.size(), 21u);  // 20 full blocks and the 5-token tail
+  EXPECT_EQ(std::vector<uint64_t>(c.begin(), c.end() - 1), a);
+  router_block_hashes(make_request(4, 0, {text(42, 160), text(43, 165)}, 1), 16, 4, true, c);
+  EXPECT_EQ(c.size(), 4u);  // max_prefix_blocks caps the walk, tail included
 }
 
 TEST(RouterRegistry, UnknownPolicyListsTheKnownOnes) {

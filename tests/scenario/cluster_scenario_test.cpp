@@ -100,6 +100,8 @@ TEST(ClusterScenario, BadInputNamesTheFileAndKeyPath) {
       {pools("{name: a, instances: 1}") + "  router: {policy: sglang, cache_threshold: 2}\n",
        "c.yaml: cluster.router.cache_threshold: must be in [0, 1]"},
       {kBase + "cluster: {pools: []}\n", "c.yaml: cluster.pools: must be a non-empty list"},
+      {pools("{name: a, instances: 2}") + "  router: {policy: least_loaded, report_interval: 1ns}\n",
+       "c.yaml: cluster.router.report_interval: must be 0 (live) or at least 1ms (got '1ns')"},
   };
   for (const Case& c : cases) {
     const std::string e = error_of(c.text);
@@ -163,9 +165,9 @@ cluster:
 )",
                                                            "c.yaml"));
   ASSERT_EQ(r.pools.size(), 2u);
-  EXPECT_EQ(r.pools[0].gpu, "h100-sxm");
-  EXPECT_EQ(r.pools[1].gpu, "h200");
-  EXPECT_EQ(r.pools[1].first_instance, 2);
+  EXPECT_EQ(r.pools[0].info.gpu, "h100-sxm");
+  EXPECT_EQ(r.pools[1].info.gpu, "h200");
+  EXPECT_EQ(r.pools[1].info.first_instance, 2);
   EXPECT_GT(r.pools[1].engine.layout.num_blocks, 2 * r.pools[0].engine.layout.num_blocks);
   ASSERT_EQ(r.summary.pools.size(), 2u);
   EXPECT_EQ(r.summary.pools[0].requests + r.summary.pools[1].requests, 10);

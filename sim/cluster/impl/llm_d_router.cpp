@@ -14,6 +14,7 @@
 // blocks at the instance's own block size.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "sim/cluster/impl/approx_prefix_index.h"
 #include "sim/cluster/impl/prefix_hashes.h"
@@ -89,9 +90,9 @@ class LlmDRouter final : public IRouter {
       return;
     }
     // One walk of the index per block size among the candidates (pools may differ in block size).
-    std::map<int, bool> sizes;
-    for (int i : candidates) sizes[block_size(view, i)] = true;
-    for (const auto& [bs, unused] : sizes) {
+    std::set<int> sizes;
+    for (int i : candidates) sizes.insert(block_size(view, i));
+    for (const int bs : sizes) {
       const std::vector<uint64_t>& h = hashes_for(spec, bs);
       if (h.empty()) continue;
       index_.match_longest_prefix(h, counts_);

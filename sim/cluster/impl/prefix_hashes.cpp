@@ -15,9 +15,9 @@ void router_block_hashes(const RequestSpec& spec, int block_size, int64_t max_bl
   // Only the first `limit` tokens matter: hash a truncated copy of the prompt.
   TokenSequence seq;
   for (const Segment& s : spec.prompt) {
+    if (seq.size() >= limit) break;
     const int64_t take = std::min(s.tokens, limit - seq.size());
-    if (take <= 0) break;
-    seq.append(s.content_id, s.offset, take, s.image);
+    if (take > 0) seq.append(s.content_id, s.offset, take, s.image);  // empty segments carry no tokens
   }
   BlockHasher hasher(block_size, spec, hash_unit);
   hasher.extend(seq);
