@@ -30,7 +30,9 @@ EngineInstance::EngineInstance(SimContext& ctx, EngineConfig config, const ILate
   }
 }
 
-void EngineInstance::submit(RequestSpec spec, SimTime arrival) {
+void EngineInstance::submit(RequestSpec spec, SimTime arrival) { submit(std::move(spec), arrival, RemoteKv::kNone); }
+
+void EngineInstance::submit(RequestSpec spec, SimTime arrival, RemoteKv remote, const RequestRecord* prefill) {
   KVSIM_CHECK(arrival <= ctx_.now(), "request submitted before it arrived");
   ++totals_.submitted;
   int64_t prompt = 0;
@@ -56,10 +58,43 @@ void EngineInstance::submit(RequestSpec spec, SimTime arrival) {
     return;
   }
   // vLLM: max_tokens is capped so prompt + output fits max_model_len.
+  // NIXL proxy: the prefill side gets max_tokens = 1 (toy_proxy_server.py).
   const int64_t max_output =
-      std::min<int64_t>(std::max<int64_t>(spec.output_tokens, 1), config_.max_model_len - prompt);
-  scheduler_.add_request(std::move(spec), prompt, max_output, arrival);
+      remote == RemoteKv::kSend
+          ? 1
+          : std::min<int64_t>(std::max<int64_t>(spec.output_tokens, 1), config_.max_model_len - prompt);
+  const int slot = scheduler_.add_request(std::move(spec), prompt, max_output, arrival, remote);
+  RequestRecord& rec = scheduler_.request(slot).record;
+  if (remote == RemoteKv::kSend) rec.prefill_submitted = ctx_.now();
+  if (prefill != nullptr) {
+    rec.prefill_instance = prefill->instance;
+    rec.prefill_submitted = prefill->prefill_submitted;
+    rec.prefill_done = prefill->finish;
+    rec.first_scheduled = prefill->first_scheduled;
+    rec.matched_tokens = prefill->matched_tokens;
+    rec.cached_tokens = prefill->cached_tokens;
+    rec.lost_tokens = prefill->lost_tokens;
+    rec.cause = prefill->cause;
+    rec.prefix_queries_blocks = prefill->prefix_queries_blocks;
+    rec.prefix_hits_blocks = prefill->prefix_hits_blocks;
+    rec.saved_state_positions = prefill->saved_state_positions;
+    rec.preemptions = prefill->preemptions;
+  }
   request_schedule();
+}
+
+void EngineInstance::remote_kv_loaded(int slot, SimTime start, SimTime end, int64_t bytes) {
+  RequestRecord& rec = scheduler_.request(slot).record;
+  rec.transfer_start = start;
+  rec.transfer_end = end;
+  rec.transfer_bytes = bytes;
+  scheduler_.remote_loaded(slot);
+  request_schedule();
+}
+
+void EngineInstance::release_held(int slot) {
+  scheduler_.release_held(slot);
+  if (scheduler_.num_running() > 0 || scheduler_.num_waiting() > 0) request_schedule();
 }
 
 void EngineInstance::request_schedule() {
@@ -87,10 +122,16 @@ void EngineInstance::on_schedule() {
       emit_rejected(r.record);
       scheduler_.release(slot);
     }
+    for (const auto& [slot, hit] : out_.remote_waits) {
+      KVSIM_CHECK(on_remote_wait_, "a pull with nobody to start it");
+      on_remote_wait_(scheduler_.request(slot).record.id, slot, hit);
+    }
     if (!out_.scheduled.empty()) break;
     if (scheduler_.num_waiting() == 0 && scheduler_.num_running() == 0) return;
     if (out_.preemptions > 0) continue;  // a request preempted itself; admission runs next round
     KVSIM_CHECK(scheduler_.num_running() == 0, "running requests but nothing scheduled");
+    // Blocks held for another instance come back when a pull ends or a held send is released.
+    if (scheduler_.num_external_holds() > 0) return;
     // The head of the waiting queue does not fit even in an empty pool: it can never run.
     const int slot = scheduler_.pop_unschedulable_head();
     emit_rejected(scheduler_.request(slot).record);
@@ -187,12 +228,15 @@ void EngineInstance::on_step_done() {
       r.record.first_token = now;
       if (on_first_token_) on_first_token_(r.record.id);
     }
-    sink_.on_tokens(r.record.id, now, 1);
+    if (r.remote != RemoteKv::kSend) sink_.on_tokens(r.record.id, now, 1);
     if (r.generated >= r.max_output) done_.push_back(s.slot);
   }
   for (int slot : done_) {
     EngineRequest& r = scheduler_.request(slot);
-    scheduler_.finish(slot);
+    if (r.remote == RemoteKv::kSend)
+      scheduler_.hold(slot);
+    else
+      scheduler_.finish(slot);
     r.record.finish = now;
     r.record.output_tokens = r.generated;
     r.record.finished = true;
@@ -203,11 +247,17 @@ void EngineInstance::on_step_done() {
     totals_.cached_tokens += std::max<int64_t>(r.num_cached_tokens, 0);
     totals_.prefix_queries_blocks += r.record.prefix_queries_blocks;
     totals_.prefix_hits_blocks += r.record.prefix_hits_blocks;
-    sink_.on_request_done(r.record);
+    if (r.remote != RemoteKv::kSend) sink_.on_request_done(r.record);
   }
   scheduler_.compact_running();
   for (int slot : done_) {
-    const RequestId id = scheduler_.request(slot).record.id;
+    EngineRequest& r = scheduler_.request(slot);
+    const RequestId id = r.record.id;
+    if (r.remote == RemoteKv::kSend) {
+      KVSIM_CHECK(on_prefill_sent_, "a prefill for a remote decode with nobody to receive it");
+      on_prefill_sent_(id, slot, r.record);
+      continue;
+    }
     scheduler_.release(slot);
     if (on_done_) on_done_(id, true);
   }

@@ -54,6 +54,25 @@ class EngineInstance {
   // The same, for a request that arrived at `arrival` <= now (a router's delay in between): its record,
   // TTFT and queue time count from `arrival`.
   void submit(RequestSpec spec, SimTime arrival);
+  // Disaggregation (vLLM NIXL connector, cluster-offload.md A.3):
+  //  - kSend (prefill instance): runs the prompt with max_tokens = 1; its sampled token is not the
+  //    client's (no on_tokens, no record); at finish the blocks stay held (kHeld) and on_prefill_sent runs
+  //    with the record so far; release_held() frees them once the decode side has read them.
+  //  - kReceive (decode instance): `prefill` is the prefill side's record (its cache fields, times and
+  //    instance are copied into this request's record). Admission looks up the local prefix cache,
+  //    allocates the whole prompt's blocks and parks the request in WAITING_FOR_REMOTE_KVS (0 tokens,
+  //    no budget); on_remote_wait runs with the local hit so the caller starts the pull;
+  //    remote_kv_loaded() makes it ready: the next step computes the last prompt token and samples the
+  //    client's first token.
+  void submit(RequestSpec spec, SimTime arrival, RemoteKv remote, const RequestRecord* prefill = nullptr);
+  void set_on_prefill_sent(std::function<void(RequestId, int slot, const RequestRecord&)> cb) {
+    on_prefill_sent_ = std::move(cb);
+  }
+  void set_on_remote_wait(std::function<void(RequestId, int slot, int64_t local_hit_tokens)> cb) {
+    on_remote_wait_ = std::move(cb);
+  }
+  void remote_kv_loaded(int slot, SimTime start, SimTime end, int64_t bytes);
+  void release_held(int slot);
   void set_on_done(DoneCallback cb) { on_done_ = std::move(cb); }
   // Called once per request when its first token is sampled, at that instant.
   void set_on_first_token(std::function<void(RequestId)> cb) { on_first_token_ = std::move(cb); }
@@ -88,6 +107,8 @@ class EngineInstance {
   Scheduler scheduler_;
   DoneCallback on_done_;
   std::function<void(RequestId)> on_first_token_;
+  std::function<void(RequestId, int, const RequestRecord&)> on_prefill_sent_;
+  std::function<void(RequestId, int, int64_t)> on_remote_wait_;
   SchedulerOutput out_;
   SimTime step_start_;
   bool step_in_flight_ = false;

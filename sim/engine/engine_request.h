@@ -9,7 +9,14 @@
 
 namespace kvsim {
 
-enum class RequestStatus : uint8_t { kFree, kWaiting, kRunning, kPreempted };
+// kWaitingForRemoteKvs: vLLM RequestStatus.WAITING_FOR_REMOTE_KVS, blocks allocated, the pull running.
+// kHeld: a prefill-for-remote request that finished; its blocks stay until the decode side read them.
+enum class RequestStatus : uint8_t { kFree, kWaiting, kRunning, kPreempted, kWaitingForRemoteKvs, kHeld };
+
+// The request's part in a disaggregated flow (vLLM kv_transfer_params): kSend = do_remote_decode (the
+// prefill instance: max_tokens = 1, blocks held after finish); kReceive = do_remote_prefill (the decode
+// instance pulls the prompt's KV before computing anything).
+enum class RemoteKv : uint8_t { kNone, kSend, kReceive };
 
 struct EngineRequest {
   RequestSpec spec;
@@ -32,6 +39,8 @@ struct EngineRequest {
   int64_t alone_preempted_at = -1;
   RequestStatus status = RequestStatus::kFree;
   bool first_token_emitted = false;
+  RemoteKv remote = RemoteKv::kNone;
+  bool remote_loaded = false;  // kReceive: the pull finished (admission then schedules the last token)
   RequestRecord record;
 };
 

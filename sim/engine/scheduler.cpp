@@ -22,7 +22,8 @@ Scheduler::Scheduler(const EngineConfig& config)
   KVSIM_CHECK(config.max_num_batched_tokens > 0 && config.max_num_seqs > 0, "empty step budget");
 }
 
-int Scheduler::add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_output, SimTime now) {
+int Scheduler::add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_output, SimTime now,
+                           RemoteKv remote) {
   int slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -42,6 +43,7 @@ int Scheduler::add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_
   r.num_tokens = prompt_tokens;
   r.arrival_seq = next_seq_++;
   r.status = RequestStatus::kWaiting;
+  r.remote = remote;
   r.record.id = spec.id;
   r.record.arrival = now;
   r.record.prompt_tokens = prompt_tokens;
@@ -314,14 +316,31 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
   if (out.preemptions > 0) return;
   const int64_t watermark_blocks =
       static_cast<int64_t>(std::ceil(config_.watermark * static_cast<double>(kv_.pool().num_blocks())));
-  while (!waiting_empty() && budget > 0) {
+  while ((!waiting_empty() || !remote_ready_.empty()) && budget > 0) {
     if (std::ssize(running_) >= config_.max_num_seqs) break;
+    if (!remote_ready_.empty()) {
+      // A pulled request: num_computed = N - 1 (remote_loaded), one token to compute.
+      const int slot = remote_ready_.front();
+      EngineRequest& r = request(slot);
+      const int64_t n = r.num_tokens - r.num_computed;
+      const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
+      if (!kv_.allocate_slots(slot, r.num_computed, n, nullptr, 0, reserve)) break;
+      remote_ready_.pop_front();
+      running_.push_back(slot);
+      r.status = RequestStatus::kRunning;
+      r.record.decode_scheduled = now;
+      out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed, false});
+      register_blocks(slot, std::min(r.num_computed + n, r.num_tokens));
+      budget -= n;
+      continue;
+    }
     const int slot = waiting_front();
     EngineRequest& r = request(slot);
     KVSIM_CHECK(r.num_computed == 0, "waiting request with computed tokens");
     // vLLM get_computed_blocks: lookup capped at num_tokens - 1; stats counted at every lookup.
     kv_.find_longest_cache_hit(r.hasher.hashes(), r.num_tokens - 1, hit_, r.hasher.fine_hashes());
-    if (config_.enable_prefix_caching) {
+    const bool pull = r.remote == RemoteKv::kReceive && !r.remote_loaded;
+    if (config_.enable_prefix_caching && !pull) {
       r.record.prefix_queries_blocks += r.num_tokens / kv_.block_size();
       r.record.prefix_hits_blocks += hit_.num_tokens / kv_.block_size();
     }
@@ -331,6 +350,23 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       r.shared_prefix_boundary = config_.shared_prefix_checkpoint && uncached > 0 ? hit_.attention_tokens : 0;
       const int64_t b = kv_.block_size();
       kv_.set_state_boundaries(slot, (r.prompt_tokens - 1) / b * b, r.shared_prefix_boundary / b * b);
+    }
+    if (pull) {
+      // vLLM NIXL get_num_new_matched_tokens: the prompt beyond the local hit is external (N - 1 tokens for
+      // Mamba models, _get_remote_prefill_token_count), loaded asynchronously: allocate_slots for the hit
+      // plus the external tokens with delay_cache_blocks, 0 tokens scheduled, no budget used, and the
+      // request waits in WAITING_FOR_REMOTE_KVS holding its blocks (scheduler.py, schedule()).
+      const int64_t upto = kv_.has_state() ? r.num_tokens - 1 : r.num_tokens;
+      const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
+      const int64_t full = config_.scheduler_reserve_full_isl ? r.num_tokens : 0;
+      if (!kv_.allocate_slots(slot, 0, std::max<int64_t>(upto - hit_.num_tokens, 0), &hit_, full, reserve)) break;
+      waiting_pop_front();
+      r.status = RequestStatus::kWaitingForRemoteKvs;
+      ++remote_waiting_;
+      r.num_cached_tokens = hit_.num_tokens;
+      r.record.decode_cached_tokens = hit_.num_tokens;
+      out.remote_waits.emplace_back(slot, hit_.num_tokens);
+      continue;
     }
     int64_t n = r.num_tokens - hit_.num_tokens;
     if (thr > 0) n = std::min(n, thr);
@@ -379,6 +415,33 @@ void Scheduler::finish(int slot) {
   finished_mark_[static_cast<size_t>(slot)] = 1;
 }
 
+void Scheduler::hold(int slot) {
+  EngineRequest& r = request(slot);
+  KVSIM_CHECK(r.remote == RemoteKv::kSend, "only a prefill-for-remote request is held");
+  finished_mark_[static_cast<size_t>(slot)] = 1;
+  r.status = RequestStatus::kHeld;
+  ++held_;
+}
+
+void Scheduler::release_held(int slot) {
+  KVSIM_CHECK(request(slot).status == RequestStatus::kHeld, "release of a request that is not held");
+  kv_.free(slot);
+  --held_;
+  release(slot);
+}
+
+void Scheduler::remote_loaded(int slot) {
+  EngineRequest& r = request(slot);
+  KVSIM_CHECK(r.status == RequestStatus::kWaitingForRemoteKvs, "pull finished for a request not waiting on one");
+  --remote_waiting_;
+  r.remote_loaded = true;
+  // vLLM _update_waiting_for_remote_kv: num_computed = min(blocks x B, num_tokens), minus 1 on a full hit.
+  r.num_computed = r.num_tokens - 1;
+  register_blocks(slot, r.num_computed);
+  r.status = RequestStatus::kWaiting;
+  remote_ready_.push_back(slot);
+}
+
 void Scheduler::compact_running() {
   auto keep = std::remove_if(running_.begin(), running_.end(),
                              [this](int s) { return finished_mark_[static_cast<size_t>(s)] != 0; });
@@ -393,9 +456,15 @@ void Scheduler::release(int slot) {
 }
 
 int Scheduler::pop_unschedulable_head() {
-  KVSIM_CHECK(running_.empty() && !waiting_empty(), "no unschedulable head");
-  const int slot = waiting_front();
-  waiting_pop_front();
+  KVSIM_CHECK(running_.empty() && (!waiting_empty() || !remote_ready_.empty()), "no unschedulable head");
+  int slot;
+  if (!remote_ready_.empty()) {
+    slot = remote_ready_.front();
+    remote_ready_.pop_front();
+  } else {
+    slot = waiting_front();
+    waiting_pop_front();
+  }
   kv_.free(slot);
   EngineRequest& r = request(slot);
   // Without chunked prefill admission stops at a prompt beyond the budget; else its blocks never fit.

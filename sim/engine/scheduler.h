@@ -51,10 +51,14 @@ struct SchedulerOutput {
   // Slots taken out of the engine this step because they can never finish (RejectReason::kNoProgress);
   // still allocated: the caller emits their records and calls release().
   std::vector<int> rejected;
+  // Disaggregation (RemoteKv::kReceive): requests admitted into WAITING_FOR_REMOTE_KVS this step, with
+  // the prompt tokens found in this instance's own prefix cache: the caller starts their pulls.
+  std::vector<std::pair<int, int64_t>> remote_waits;
   void clear() {
     scheduled.clear();
     preemptions = 0;
     rejected.clear();
+    remote_waits.clear();
   }
 };
 
@@ -63,13 +67,24 @@ class Scheduler {
   explicit Scheduler(const EngineConfig& config);
 
   // Adds a request to the waiting queue; returns its slot. `spec` must be valid (see EngineInstance).
-  int add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_output, SimTime now);
+  int add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_output, SimTime now,
+                  RemoteKv remote = RemoteKv::kNone);
   void schedule(SimTime now, SchedulerOutput& out);
   // Appends one sampled token to `slot` (hashes the blocks it fills).
   void append_token(int slot);
   // Frees a finished request's blocks and slot, and removes it from the running list lazily
   // (compact_running() once per step).
   void finish(int slot);
+  // A finished RemoteKv::kSend request: leaves the running list like finish() but keeps its blocks
+  // (vLLM NIXL request_finished -> delay_free) until release_held().
+  void hold(int slot);
+  void release_held(int slot);
+  // A RemoteKv::kReceive request's pull ended: vLLM _update_waiting_for_remote_kv caches the loaded
+  // blocks and sets num_computed = N - 1, so the next admission computes only the last prompt token.
+  void remote_loaded(int slot);
+  // Requests whose blocks wait on another instance: pulls in flight (decode) and held sends (prefill).
+  // While any exists, a request that does not fit is not refused: blocks will come back.
+  int num_external_holds() const { return remote_waiting_ + held_; }
   void compact_running();
   // Removes the head of the waiting queue, which cannot fit even in an empty pool; returns its slot
   // (still allocated: call release() after reading its record).
@@ -81,7 +96,10 @@ class Scheduler {
   EngineRequest& request(int slot) { return requests_[static_cast<size_t>(slot)]; }
   const EngineRequest& request(int slot) const { return requests_[static_cast<size_t>(slot)]; }
   int num_running() const { return static_cast<int>(running_.size()); }
-  int num_waiting() const { return static_cast<int>(fcfs_.size() + by_priority_.size()); }
+  // vLLM num_requests_waiting: WAITING_FOR_REMOTE_KVS requests are in the waiting queue too.
+  int num_waiting() const {
+    return static_cast<int>(fcfs_.size() + by_priority_.size() + remote_ready_.size()) + remote_waiting_;
+  }
   const std::vector<int>& running() const { return running_; }
   KvCacheCoordinator& kv() { return kv_; }
   const KvCacheCoordinator& kv() const { return kv_; }
@@ -91,7 +109,7 @@ class Scheduler {
  private:
   using PriorityKey = std::tuple<int, int64_t, uint64_t, int>;  // priority, arrival ns, seq, slot
   PriorityKey priority_key(int slot) const;
-  bool waiting_empty() const { return num_waiting() == 0; }
+  bool waiting_empty() const { return fcfs_.empty() && by_priority_.empty(); }
   int waiting_front() const;
   void waiting_pop_front();
   void waiting_push_back(int slot);
@@ -117,6 +135,11 @@ class Scheduler {
   std::vector<int> running_;
   std::vector<uint8_t> finished_mark_;
   std::deque<int> fcfs_;
+  // Pulled requests ready for their last prompt token, in the order their pulls ended; admitted before
+  // the waiting queue (vLLM keeps skipped WAITING_FOR_REMOTE_KVS requests at the queue's front).
+  std::deque<int> remote_ready_;
+  int remote_waiting_ = 0;
+  int held_ = 0;
   std::set<PriorityKey> by_priority_;
   uint64_t next_seq_ = 0;
   CacheHit hit_;

@@ -60,6 +60,33 @@ struct RequestRecord {
   std::vector<int64_t> saved_state_positions;  // hybrid: token positions of saved states (hashed)
   int instance = 0;
   int pool = 0;
+  // Disaggregated requests (prefilled on another instance, cluster.disaggregation): the prefill side's
+  // instance and times, and the KV transfer. The cache fields above (matched, cached, lost, cause,
+  // prefix queries and hits) and first_scheduled are the prefill instance's; `instance` is the decode
+  // instance. prefill_instance = -1 for every other request (the times are then unset).
+  int prefill_instance = -1;
+  SimTime prefill_submitted;  // the request reached the prefill instance
+  SimTime prefill_done;       // the prefill instance sampled its one token (its blocks stay held)
+  SimTime transfer_start;     // the decode instance allocated the blocks and began to pull
+  SimTime transfer_end;       // every flow of the pull finished
+  SimTime decode_scheduled;   // the decode instance scheduled the recompute of the last prompt token
+  int64_t transfer_bytes = 0;
+  int64_t decode_cached_tokens = 0;  // prompt tokens the decode instance found in its own prefix cache
+};
+
+// One flow of a KV transfer (a decode rank reading from one prefill rank), at its end.
+struct TransferRecord {
+  RequestId id;
+  int src_instance = 0;
+  int dst_instance = 0;
+  int src_rank = 0;
+  int dst_rank = 0;
+  int src_gpu = 0;  // topology GPU indices
+  int dst_gpu = 0;
+  int64_t bytes = 0;
+  int hops = 0;  // directed links on the path
+  SimTime start;
+  SimTime end;
 };
 
 struct StepRecord {
@@ -88,6 +115,8 @@ class IRecordSink {
   virtual void on_step(const StepRecord& s) = 0;
   // `n` tokens of request `id` became available at `at` (first token included).
   virtual void on_tokens(RequestId id, SimTime at, int64_t n) = 0;
+  // One flow of a KV transfer ended (disaggregated runs only).
+  virtual void on_transfer(const TransferRecord& /*t*/) {}
 };
 
 }  // namespace kvsim
