@@ -18,8 +18,11 @@
 #include "sim/metrics/text_streams.h"
 #include "sim/model/config_reader.h"
 #include "sim/model/sizing.h"
+#include "sim/net/flow_network.h"
+#include "sim/net/topology.h"
 #include "sim/perf/latency_factory.h"
 #include "sim/scenario/hardware_catalog.h"
+#include "sim/scenario/topology_file.h"
 #include "sim/workload/workload_config.h"
 
 namespace kvsim {
@@ -56,6 +59,74 @@ const GpuSpec& lookup_gpu(const HardwareCatalog& hw, const std::string& name, co
   } catch (const InputError& e) {
     throw InputError(key + ": " + e.what());
   }
+}
+
+// cluster.topology: a name in <hardware_dir>/../topologies, or a path to a YAML file.
+std::string topology_file(const Scenario& s) {
+  const std::string& t = s.cluster.topology;
+  if (t.find('/') != std::string::npos || t.ends_with(".yaml")) return t;
+  std::filesystem::path dir = std::filesystem::path(s.hardware_dir).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();
+  const std::string path = topology_path(t, (dir.parent_path() / "topologies").string());
+  if (!std::filesystem::exists(path))
+    throw InputError(s.path + ": cluster.topology: no topology '" + t + "' (" + path + " does not exist)");
+  return path;
+}
+
+// The topology GPU of each rank of each instance (instance ids in pool order): explicit placement, or
+// packed node by node in the topology's GPU order, an instance's ranks always on one node.
+std::vector<std::vector<int>> place_pools(const Scenario& s, const Topology& topo) {
+  std::vector<std::vector<int>> out;
+  std::vector<uint8_t> used(static_cast<size_t>(topo.num_gpus()), 0);
+  auto take = [&](int g, const std::string& key) {
+    if (used[static_cast<size_t>(g)] != 0)
+      throw InputError(s.path + ": " + key + ": GPU " + topo.gpu_name(g) + " is already taken by another instance");
+    used[static_cast<size_t>(g)] = 1;
+  };
+  int next = 0;  // packing cursor
+  for (const PoolSettings& p : s.cluster.pools) {
+    const int tp = p.engine.tensor_parallel_size;
+    for (int k = 0; k < p.instances; ++k) {
+      std::vector<int> gpus;
+      if (!p.placement.empty()) {
+        for (int r = 0; r < tp; ++r) {
+          const size_t j = static_cast<size_t>(k * tp + r);
+          const std::string key = p.key + ".placement[" + std::to_string(j) + "]";
+          const auto g = topo.find_gpu(p.placement[j]);
+          if (!g)
+            throw InputError(s.path + ": " + key + ": topology '" + topo.name() + "' has no GPU " +
+                             quote_for_message(p.placement[j]) + " (it has " + topo.gpu_name(0) + " ... " +
+                             topo.gpu_name(topo.num_gpus() - 1) + ")");
+          take(*g, key);
+          gpus.push_back(*g);
+        }
+        for (int g : gpus)
+          if (topo.gpu_node(g) != topo.gpu_node(gpus.front()))
+            throw InputError(s.path + ": " + p.key + ".placement: instance " + std::to_string(k) +
+                             " spans nodes; kvsim models tensor parallelism inside one node only");
+      } else {
+        // The next run of tp free GPUs on one node.
+        while (next < topo.num_gpus()) {
+          bool fits = next + tp <= topo.num_gpus();
+          for (int r = 0; fits && r < tp; ++r)
+            fits = used[static_cast<size_t>(next + r)] == 0 && topo.gpu_node(next + r) == topo.gpu_node(next);
+          if (fits) break;
+          ++next;
+        }
+        if (next >= topo.num_gpus())
+          throw InputError(s.path + ": " + p.key + ": topology '" + topo.name() + "' has no room for instance " +
+                           std::to_string(k) + " (" + std::to_string(topo.num_gpus()) +
+                           " GPUs; every instance needs TP " + std::to_string(tp) + " free GPUs on one node)");
+        for (int r = 0; r < tp; ++r) {
+          take(next + r, p.key);
+          gpus.push_back(next + r);
+        }
+        next += tp;
+      }
+      out.push_back(std::move(gpus));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -156,7 +227,46 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     engines.push_back(std::make_unique<EngineInstance>(ctx, c, *latency[static_cast<size_t>(c.pool)], *res.collector));
     instances.push_back(engines.back().get());
   }
+  // Topology, placement and, for prefill and decode pools, the network their pulls cross.
+  std::unique_ptr<Topology> topology;
+  std::unique_ptr<FlowNetwork> network;
+  DisaggregationSetup disagg;
+  if (!s.cluster.topology.empty()) {
+    topology = std::make_unique<Topology>(Topology::build(load_topology_file(topology_file(s)), hw));
+    disagg.instance_gpus = place_pools(s, *topology);
+  }
+  if (s.cluster.disaggregated) {
+    disagg.settings = s.cluster.disaggregation;
+    FlowOptions fo;
+    fo.per_flow_cap = disagg.settings.per_flow_cap;
+    network = std::make_unique<FlowNetwork>(ctx, *topology, fo);
+    disagg.network = network.get();
+    for (const PoolSettings& p : s.cluster.pools) disagg.pool_roles.push_back(p.role);
+    for (size_t pi = 0; pi < s.cluster.pools.size(); ++pi) {
+      const PoolSettings& pp = s.cluster.pools[pi];
+      if (pp.role != "prefill") continue;
+      for (size_t di = 0; di < s.cluster.pools.size(); ++di) {
+        const PoolSettings& dp = s.cluster.pools[di];
+        if (dp.role != "decode") continue;
+        TransferSides sides;
+        sides.prefill_tp = pp.engine.tensor_parallel_size;
+        sides.decode_tp = dp.engine.tensor_parallel_size;
+        sides.prefill_block_size = res.pools[pi].engine.layout.block_size;
+        sides.decode_block_size = res.pools[di].engine.layout.block_size;
+        sides.prefill_kv = resolve_kv_dtype(res.model, pp.engine.kv_cache_dtype, s.path + ": " + pp.key + ".engine");
+        sides.decode_kv = resolve_kv_dtype(res.model, dp.engine.kv_cache_dtype, s.path + ": " + dp.key + ".engine");
+        sides.hybrid_hetero_tp = disagg.settings.hybrid_hetero_tp;
+        try {
+          disagg.transfer.emplace(std::make_pair(static_cast<int>(pi), static_cast<int>(di)),
+                                  KvTransferModel(res.model, resolve_state_dtypes(res.model, dp.engine.state_dtype), sides));
+        } catch (const InputError& e) {
+          throw InputError(s.path + ": cluster.pools: " + pp.name + " -> " + dp.name + ": " + e.what());
+        }
+      }
+    }
+  }
   Cluster cluster(ctx, *source, instances, s.cluster.router);
+  if (s.cluster.disaggregated) cluster.set_disaggregation(&disagg);
   cluster.set_arrival_sink(res.collector.get());
   if (options.progress) cluster.set_progress([&](int64_t done, SimTime now) { options.progress(done, now.seconds()); });
   if (options.stop) cluster.set_stop(options.stop);
@@ -176,6 +286,19 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     if (s.cluster.present) info.pools.push_back(p.info);
   }
   info.router = s.cluster.present ? s.cluster.router.policy : "";
+  if (network) {
+    info.disaggregated = true;
+    for (int l = 0; l < topology->num_links(); ++l) {
+      const Topology::LinkInfo& li = topology->link(l);
+      LinkTotal t;
+      t.id = l;
+      t.name = li.name;
+      t.type = li.type;
+      t.capacity = li.capacity;
+      t.bytes = network->link_bytes(l);
+      info.links.push_back(std::move(t));
+    }
+  }
   res.collector->flush();
   res.summary = res.collector->summarize(info);
   if (file) file->finish(res.summary, run_meta(res), /*commit_now=*/false);

@@ -6,12 +6,18 @@
 #include "sim/cluster/router_registry.h"
 #include "sim/core/check.h"
 #include "sim/core/errors.h"
+#include "sim/engine/hash_mix.h"
+#include "sim/net/flow_network.h"
 
 namespace kvsim {
 namespace {
 constexpr uint32_t kTagArrival = 0x01;  // the single-engine driver's tag: fingerprints unchanged
 constexpr uint32_t kTagDelayedSubmit = 0x02;
 constexpr uint32_t kTagReport = 0x03;
+constexpr uint32_t kTagLinkSample = 0x04;
+
+// The router sees the prefill stage of a disaggregated request as a request of its own.
+RequestId prefill_stage(RequestId id) { return RequestId(id.value() | (int64_t{1} << 62)); }
 }  // namespace
 
 Cluster::Cluster(SimContext& ctx, IRequestSource& source, std::vector<EngineInstance*> instances,
@@ -128,28 +134,214 @@ void Cluster::on_arrival() {
     const int64_t step = report_interval_.ns();
     schedule_report(SimTime::from_ns((ctx_.now().ns() + step - 1) / step * step));
   }
+  if (disagg_ != nullptr && !link_sample_pending_ && disagg_->settings.utilisation_interval_s > 0) {
+    const int64_t step = duration_from_seconds(disagg_->settings.utilisation_interval_s).ns();
+    schedule_link_sample(SimTime::from_ns((ctx_.now().ns() + step - 1) / step * step));
+  }
   probe_request_ = -1;
-  const int instance = router_->route(spec, candidates_, *this);
-  KVSIM_CHECK(instance >= 0 && instance < num_instances(), "router " << router_->name() << " chose " << instance);
-  ++routed_[static_cast<size_t>(instance)];
-  if (routing_latency_ == Duration::ns(0)) {
-    const SimTime arrival = spec.arrival;
-    instances_[static_cast<size_t>(instance)]->submit(std::move(spec), arrival);
+  if (disagg_ != nullptr) {
+    route_disaggregated(std::move(spec));
   } else {
-    delayed_.emplace_back(std::move(spec), instance);
-    ctx_.queue.schedule(ctx_.now() + routing_latency_, Phase::kArrival, kTagDelayedSubmit,
-                        [this] { on_delayed_submit(); });
+    const int instance = router_->route(spec, candidates_, *this);
+    KVSIM_CHECK(instance >= 0 && instance < num_instances(), "router " << router_->name() << " chose " << instance);
+    submit_to(instance, std::move(spec), RemoteKv::kNone);
   }
   // Open loop: the following arrival is scheduled now. Closed loop: until C are in flight.
   if (closed_loop_ == 0 || submitted_ - done_ < closed_loop_) schedule_next_arrival();
 }
 
+void Cluster::submit_to(int instance, RequestSpec spec, RemoteKv remote) {
+  ++routed_[static_cast<size_t>(instance)];
+  if (routing_latency_ == Duration::ns(0)) {
+    const SimTime arrival = spec.arrival;
+    instances_[static_cast<size_t>(instance)]->submit(std::move(spec), arrival, remote);
+  } else {
+    delayed_.push_back(Delayed{std::move(spec), instance, remote});
+    ctx_.queue.schedule(ctx_.now() + routing_latency_, Phase::kArrival, kTagDelayedSubmit,
+                        [this] { on_delayed_submit(); });
+  }
+}
+
 void Cluster::on_delayed_submit() {
   KVSIM_CHECK(!delayed_.empty(), "delayed submission without a request");
-  auto [spec, instance] = std::move(delayed_.front());
+  Delayed d = std::move(delayed_.front());
   delayed_.pop_front();
-  const SimTime arrival = spec.arrival;
-  instances_[static_cast<size_t>(instance)]->submit(std::move(spec), arrival);
+  const SimTime arrival = d.spec.arrival;
+  instances_[static_cast<size_t>(d.instance)]->submit(std::move(d.spec), arrival, d.remote);
+}
+
+void Cluster::set_disaggregation(const DisaggregationSetup* setup) {
+  disagg_ = setup;
+  KVSIM_CHECK(setup->network != nullptr, "disaggregation without a network");
+  KVSIM_CHECK(setup->instance_gpus.size() == instances_.size(), "GPU placement for " << setup->instance_gpus.size()
+                                                                                     << " of " << instances_.size()
+                                                                                     << " instances");
+  candidates_.clear();
+  prefill_candidates_.clear();
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    const int id = static_cast<int>(i);
+    EngineInstance& e = *instances_[i];
+    const std::string& role = setup->pool_roles.at(static_cast<size_t>(e.config().pool));
+    KVSIM_CHECK(role == "prefill" || role == "decode", "instance " << i << " of role " << role
+                                                                   << " in a disaggregated cluster");
+    if (role == "prefill") {
+      prefill_candidates_.push_back(id);
+      e.set_on_first_token([this, id](RequestId rid) { router_->on_first_token(prefill_stage(rid), id); });
+      e.set_on_prefill_sent(
+          [this, id](RequestId rid, int slot, const RequestRecord& rec) { on_prefill_sent(id, rid, slot, rec); });
+      e.set_on_done([this, id](RequestId rid, bool) { on_prefill_rejected(id, rid); });
+    } else {
+      candidates_.push_back(id);
+      e.set_on_remote_wait([this, id](RequestId rid, int slot, int64_t hit) { start_pull(id, rid, slot, hit); });
+      e.set_on_done([this, id](RequestId rid, bool) { on_decode_done(id, rid); });
+    }
+  }
+  KVSIM_CHECK(!candidates_.empty() && !prefill_candidates_.empty(), "a disaggregated cluster needs both roles");
+}
+
+bool Cluster::wants_remote_prefill(const RequestSpec& spec, int64_t match) const {
+  const DisaggSettings& d = disagg_->settings;
+  const int64_t uncached = std::max<int64_t>(spec.prompt_tokens - match, 0);
+  if (d.decider == "always") return true;
+  if (d.decider == "never") return false;
+  if (d.decider == "llm_d") return d.threshold > 0 && uncached >= d.threshold;  // prefix_based_pd_decider.go
+  KVSIM_CHECK(d.decider == "dynamo", "unknown decider " << d.decider);
+  int queue = 0;  // disagg_router.rs: the prefill queue, here what the prefill pool reports waiting
+  for (int i : prefill_candidates_) queue += report(i).waiting;
+  return uncached > d.max_local_prefill && queue < d.max_prefill_queue;
+}
+
+void Cluster::route_disaggregated(RequestSpec spec) {
+  // llm-d / Dynamo: the decode instance first, then the decision, then the prefill instance.
+  const int decode = router_->route(spec, candidates_, *this);
+  KVSIM_CHECK(std::find(candidates_.begin(), candidates_.end(), decode) != candidates_.end(),
+              "router " << router_->name() << " chose " << decode << " as the decode instance");
+  if (!wants_remote_prefill(spec, router_->last_match_tokens())) {
+    submit_to(decode, std::move(spec), RemoteKv::kNone);
+    return;
+  }
+  RequestSpec stage = spec;
+  stage.id = prefill_stage(spec.id);
+  probe_request_ = -1;
+  const int prefill = router_->route(stage, prefill_candidates_, *this);
+  KVSIM_CHECK(std::find(prefill_candidates_.begin(), prefill_candidates_.end(), prefill) != prefill_candidates_.end(),
+              "router " << router_->name() << " chose " << prefill << " as the prefill instance");
+  ++disaggregated_;
+  Pending& p = pending_[spec.id.value()];
+  p.decode = decode;
+  p.prefill = prefill;
+  p.prompt_tokens = spec.prompt_tokens;
+  p.spec = spec;
+  submit_to(prefill, std::move(spec), RemoteKv::kSend);
+}
+
+void Cluster::on_prefill_sent(int prefill, RequestId id, int slot, const RequestRecord& rec) {
+  router_->on_finished(prefill_stage(id), prefill);
+  auto it = pending_.find(id.value());
+  KVSIM_CHECK(it != pending_.end(), "prefill of request " << id.value() << " not pending");
+  Pending& p = it->second;
+  p.prefill_slot = slot;
+  // The proxy forwards the request with the prefill's kv_transfer_params to the decode instance.
+  ++routed_[static_cast<size_t>(p.decode)];
+  const SimTime arrival = p.spec.arrival;
+  instances_[static_cast<size_t>(p.decode)]->submit(std::move(p.spec), arrival, RemoteKv::kReceive, &rec);
+}
+
+void Cluster::on_prefill_rejected(int prefill, RequestId id) {
+  // The prefill instance refused the request: it ends there, and its decode routing with it.
+  auto it = pending_.find(id.value());
+  KVSIM_CHECK(it != pending_.end(), "rejected prefill of request " << id.value() << " not pending");
+  router_->on_finished(prefill_stage(id), prefill);
+  const int decode = it->second.decode;
+  pending_.erase(it);
+  on_done(decode, id);
+}
+
+void Cluster::start_pull(int decode, RequestId id, int slot, int64_t local_hit) {
+  auto it = pending_.find(id.value());
+  KVSIM_CHECK(it != pending_.end(), "pull of request " << id.value() << " not pending");
+  Pending& p = it->second;
+  p.decode_slot = slot;
+  p.start = ctx_.now();
+  const int prefill_pool = instances_[static_cast<size_t>(p.prefill)]->config().pool;
+  const int decode_pool = instances_[static_cast<size_t>(decode)]->config().pool;
+  const KvTransferModel& model = disagg_->transfer.at({prefill_pool, decode_pool});
+  std::vector<RankFlow> flows = model.plan(p.prompt_tokens, local_hit);
+  // A full local hit reads nothing; the decode side still tells the prefill side to free (one message).
+  if (flows.empty()) flows.push_back(RankFlow{0, 0, 0, 0});
+  p.flows_left = static_cast<int>(flows.size());
+  p.bytes = 0;
+  const std::vector<int>& src = disagg_->instance_gpus[static_cast<size_t>(p.prefill)];
+  const std::vector<int>& dst = disagg_->instance_gpus[static_cast<size_t>(decode)];
+  const Duration per_descriptor = duration_from_seconds(disagg_->settings.per_descriptor_s);
+  for (const RankFlow& f : flows) {
+    p.bytes += f.bytes;
+    TransferRecord t;
+    t.id = id;
+    t.src_instance = p.prefill;
+    t.dst_instance = decode;
+    t.src_rank = f.src_rank;
+    t.dst_rank = f.dst_rank;
+    t.src_gpu = src.at(static_cast<size_t>(f.src_rank));
+    t.dst_gpu = dst.at(static_cast<size_t>(f.dst_rank));
+    t.bytes = f.bytes;
+    t.start = ctx_.now();
+    const uint64_t hash = avalanche64(static_cast<uint64_t>(id.value()) * 0x9E3779B97F4A7C15ULL ^
+                                      (static_cast<uint64_t>(f.dst_rank) << 32) ^ static_cast<uint64_t>(f.src_rank));
+    const auto path = disagg_->network->topology().route(t.src_gpu, t.dst_gpu, hash);
+    KVSIM_CHECK(path.has_value(), "no path between GPUs " << t.src_gpu << " and " << t.dst_gpu);
+    t.hops = static_cast<int>(path->links.size());
+    const Duration extra = Duration::ns(per_descriptor.ns() * f.descriptors);
+    disagg_->network->start(
+        t.src_gpu, t.dst_gpu, f.bytes, hash, [this, t]() mutable { on_flow_done(t.id, t); }, 0, extra);
+  }
+}
+
+void Cluster::on_flow_done(RequestId id, const TransferRecord& done) {
+  TransferRecord t = done;
+  t.end = ctx_.now();
+  if (arrival_sink_ != nullptr) arrival_sink_->on_transfer(t);
+  auto it = pending_.find(id.value());
+  KVSIM_CHECK(it != pending_.end(), "flow of request " << id.value() << " not pending");
+  Pending& p = it->second;
+  if (--p.flows_left > 0) return;
+  // Every flow ended: the decode side has the blocks; the prefill side is told to free them.
+  const int decode = p.decode, prefill = p.prefill, decode_slot = p.decode_slot, prefill_slot = p.prefill_slot;
+  const SimTime start = p.start;
+  const int64_t bytes = p.bytes;
+  pending_.erase(it);
+  instances_[static_cast<size_t>(prefill)]->release_held(prefill_slot);
+  instances_[static_cast<size_t>(decode)]->remote_kv_loaded(decode_slot, start, ctx_.now(), bytes);
+}
+
+void Cluster::on_decode_done(int decode, RequestId id) {
+  auto it = pending_.find(id.value());
+  if (it != pending_.end()) {
+    // Refused by the decode instance before its pull: the prefill side frees at once.
+    KVSIM_CHECK(it->second.decode_slot < 0, "request " << id.value() << " left during its pull");
+    instances_[static_cast<size_t>(it->second.prefill)]->release_held(it->second.prefill_slot);
+    pending_.erase(it);
+  }
+  on_done(decode, id);
+}
+
+void Cluster::schedule_link_sample(SimTime at) {
+  link_sample_pending_ = true;
+  ctx_.queue.schedule(at, Phase::kSample, kTagLinkSample, [this] { on_link_sample(); });
+}
+
+void Cluster::on_link_sample() {
+  link_sample_pending_ = false;
+  const FlowNetwork& net = *disagg_->network;
+  const Topology& topo = net.topology();
+  if (arrival_sink_ != nullptr) {
+    for (int l = 0; l < topo.num_links(); ++l) {
+      const double rate = net.link_rate(l);
+      if (rate <= 0) continue;
+      arrival_sink_->on_link_sample(LinkSample{ctx_.now(), l, rate, rate / topo.link(l).capacity});
+    }
+  }
+  if (submitted_ > done_) schedule_link_sample(ctx_.now() + duration_from_seconds(disagg_->settings.utilisation_interval_s));
 }
 
 void Cluster::on_done(int instance, RequestId id) {
@@ -198,6 +390,8 @@ void Cluster::invariants() const {
   KVSIM_CHECK(source_done_ && !next_.has_value(), "source not drained");
   KVSIM_CHECK(delayed_.empty(), "routed requests never submitted");
   KVSIM_CHECK(done_ == submitted_, "done " << done_ << " != submitted " << submitted_);
+  KVSIM_CHECK(pending_.empty(), pending_.size() << " disaggregated requests never finished their pull");
+  if (disagg_ != nullptr) KVSIM_CHECK(disagg_->network->active_flows() == 0, "flows left in the network");
   for (size_t i = 0; i < instances_.size(); ++i) {
     const EngineInstance& e = *instances_[i];
     KVSIM_CHECK(e.num_running() == 0 && e.num_waiting() == 0, "instance " << i << ": requests left: " << e.num_running()

@@ -18,12 +18,16 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/cluster/disagg_settings.h"
 #include "sim/cluster/i_router.h"
+#include "sim/cluster/kv_transfer.h"
 #include "sim/cluster/router_settings.h"
 #include "sim/core/sim_context.h"
 #include "sim/engine/engine_instance.h"
@@ -31,6 +35,27 @@
 #include "sim/workload/request.h"
 
 namespace kvsim {
+
+class FlowNetwork;
+
+// Disaggregation wiring, built by the composition root (sim/app/simulation.cpp) for a cluster with
+// prefill and decode pools. Flow (vLLM NIXL, cluster-offload.md A.3 and G rules 4-15):
+//  - at arrival the router picks the decode instance among the decode pool(s); the decider
+//    (DisaggSettings::decider) reads the router's prefix match there; a request not disaggregated runs
+//    whole on that decode instance;
+//  - otherwise the router picks a prefill instance (it sees this second routing as its own request, so
+//    its in-flight bookkeeping is per stage); the prefill instance runs the prompt with max_tokens = 1;
+//  - when it finishes, the request goes to the decode instance, which allocates its blocks and waits in
+//    WAITING_FOR_REMOTE_KVS; the pull starts then: one flow per (decode rank, prefill rank) pair of the
+//    KvTransferModel over the FlowNetwork; when every flow has ended the prefill instance frees its held
+//    blocks and the decode instance computes the last prompt token and samples the client's first token.
+struct DisaggregationSetup {
+  DisaggSettings settings;
+  FlowNetwork* network = nullptr;               // not owned
+  std::vector<std::vector<int>> instance_gpus;  // per instance: the topology GPU of each TP rank
+  std::vector<std::string> pool_roles;          // per pool: "colocated" | "prefill" | "decode"
+  std::map<std::pair<int, int>, KvTransferModel> transfer;  // per (prefill pool, decode pool)
+};
 
 struct ServingResult {
   int64_t submitted = 0;
@@ -68,6 +93,8 @@ class Cluster final : private IClusterView {
   // Checked before every event: true stops the run there (an interrupt); run() then skips the end-of-run
   // invariants and reports interrupted = true.
   void set_stop(std::function<bool()> stop) { stop_ = std::move(stop); }
+  // Makes this a disaggregated cluster (not owned; must outlive run()). Call before run().
+  void set_disaggregation(const DisaggregationSetup* setup);
   ServingResult run();
   // End-of-run invariants: the event queue is empty, the source drained, every submitted request
   // finished or was reported unfinished, and for every instance: nothing left running or waiting, its
@@ -91,6 +118,17 @@ class Cluster final : private IClusterView {
   void on_arrival();
   void on_delayed_submit();
   void on_done(int instance, RequestId id);
+  // Disaggregation.
+  void submit_to(int instance, RequestSpec spec, RemoteKv remote);
+  void route_disaggregated(RequestSpec spec);
+  bool wants_remote_prefill(const RequestSpec& spec, int64_t match) const;
+  void on_prefill_sent(int prefill, RequestId id, int slot, const RequestRecord& rec);
+  void on_prefill_rejected(int prefill, RequestId id);
+  void start_pull(int decode, RequestId id, int slot, int64_t local_hit);
+  void on_flow_done(RequestId id, const TransferRecord& t);
+  void on_decode_done(int decode, RequestId id);
+  void schedule_link_sample(SimTime at);
+  void on_link_sample();
 
   SimContext& ctx_;
   IRequestSource& source_;
@@ -102,7 +140,12 @@ class Cluster final : private IClusterView {
   Duration report_interval_;
   mutable std::vector<InstanceReport> reports_;
   bool report_pending_ = false;
-  std::deque<std::pair<RequestSpec, int>> delayed_;  // routed, not yet submitted (FIFO: equal delays)
+  struct Delayed {
+    RequestSpec spec;
+    int instance = 0;
+    RemoteKv remote = RemoteKv::kNone;
+  };
+  std::deque<Delayed> delayed_;  // routed, not yet submitted (FIFO: equal delays)
   ProgressFn progress_;
   IRecordSink* arrival_sink_ = nullptr;
   std::function<bool()> stop_;
@@ -115,6 +158,24 @@ class Cluster final : private IClusterView {
   // cached_prefix_blocks: the hashes of the request being routed, per (block size, hash unit).
   mutable int64_t probe_request_ = -1;
   mutable std::vector<std::pair<std::pair<int, int>, std::vector<uint64_t>>> probe_hashes_;
+  // Disaggregation: the setup, the prefill pool's instances, and the requests between their prefill and
+  // the end of their pull (lookup by id only).
+  const DisaggregationSetup* disagg_ = nullptr;
+  std::vector<int> prefill_candidates_;
+  struct Pending {
+    RequestSpec spec;  // kept until the decode instance gets it
+    int64_t prompt_tokens = 0;
+    int decode = 0;
+    int prefill = 0;
+    int prefill_slot = -1;  // set once the prefill instance holds the blocks
+    int decode_slot = -1;
+    SimTime start;
+    int flows_left = 0;
+    int64_t bytes = 0;
+  };
+  std::unordered_map<int64_t, Pending> pending_;
+  bool link_sample_pending_ = false;
+  int64_t disaggregated_ = 0;
 };
 
 }  // namespace kvsim

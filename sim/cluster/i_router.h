@@ -61,6 +61,10 @@ class IRouter {
   // The request left `instance` (finished, or rejected by it).
   virtual void on_finished(RequestId /*id*/, int /*instance*/) {}
   virtual std::string name() const = 0;
+  // The prompt tokens the router believed cached on the instance its last route() chose, as it scored
+  // them (before its own optimistic insertion): what llm-d's P/D decider reads. 0 for a router without a
+  // prefix index.
+  virtual int64_t last_match_tokens() const { return 0; }
 };
 
 }  // namespace kvsim

@@ -172,6 +172,7 @@ struct RunFileStream::Impl {
   explicit Impl(const std::string& tmp, const RunFileOptions& o) : w(tmp), capacity(o.usable_blocks) {
     file = w.create_file();
     const int z = o.compression;
+    compression = z;
     Handle g = w.group(file.get(), "requests");
     using D = Column<double>;
     using I = Column<int64_t>;
@@ -200,6 +201,24 @@ struct RunFileStream::Impl {
     rq_positions = I(w, g.get(), "saved_state_positions", z);
     rq_offsets = I(w, g.get(), "saved_state_offsets", z);
     rq_offsets.append(w, std::vector<int64_t>{0});
+    rq_prefill_instance = I(w, g.get(), "prefill_instance", z);
+    rq_prefill_done = D(w, g.get(), "prefill_done_s", z, "s");
+    rq_transfer_start = D(w, g.get(), "transfer_start_s", z, "s");
+    rq_transfer_end = D(w, g.get(), "transfer_end_s", z, "s");
+    rq_decode_scheduled = D(w, g.get(), "decode_scheduled_s", z, "s");
+    rq_transfer_bytes = I(w, g.get(), "transfer_bytes", z);
+    Handle tr = w.group(file.get(), "transfers");
+    tr_id = I(w, tr.get(), "request", z);
+    tr_src_instance = I(w, tr.get(), "src_instance", z);
+    tr_dst_instance = I(w, tr.get(), "dst_instance", z);
+    tr_src_rank = I(w, tr.get(), "src_rank", z);
+    tr_dst_rank = I(w, tr.get(), "dst_rank", z);
+    tr_src_gpu = I(w, tr.get(), "src_gpu", z);
+    tr_dst_gpu = I(w, tr.get(), "dst_gpu", z);
+    tr_bytes = I(w, tr.get(), "bytes", z);
+    tr_hops = I(w, tr.get(), "hops", z);
+    tr_start = D(w, tr.get(), "start_s", z, "s");
+    tr_end = D(w, tr.get(), "end_s", z, "s");
     Handle st = w.group(file.get(), "steps");
     st_start = D(w, st.get(), "start_s", z, "s");
     st_end = D(w, st.get(), "end_s", z, "s");
@@ -226,10 +245,16 @@ struct RunFileStream::Impl {
     pi_waiting = I(w, pi.get(), "waiting", z);
     pi_used = I(w, pi.get(), "kv_blocks_used", z);
     pi_usage = D(w, pi.get(), "kv_usage", z);
+    Handle ln = w.group(ts.get(), "links");
+    ln_time = D(w, ln.get(), "time_s", z, "s");
+    ln_link = I(w, ln.get(), "link", z);
+    ln_rate = D(w, ln.get(), "rate_bytes_per_s", z);
+    ln_util = D(w, ln.get(), "utilisation", z);
   }
 
   Writer w;
   std::vector<int64_t> capacity;
+  int compression = 0;
   Handle file;
   Column<int64_t> rq_id, rq_prompt, rq_output, rq_requested, rq_matched, rq_cached, rq_lost, rq_preemptions,
       rq_instance, rq_pool, rq_queries, rq_hits, rq_positions, rq_offsets;
@@ -239,6 +264,10 @@ struct RunFileStream::Impl {
   Column<int64_t> st_prefill_requests, st_decode_requests, st_prefill_tokens, st_decode_tokens, st_running, st_waiting,
       st_used, st_cached, st_preemptions, st_instance;
   Column<double> ts_time, pi_time, pi_usage;
+  Column<int64_t> rq_prefill_instance, rq_transfer_bytes, tr_id, tr_src_instance, tr_dst_instance, tr_src_rank,
+      tr_dst_rank, tr_src_gpu, tr_dst_gpu, tr_bytes, tr_hops, ln_link;
+  Column<double> rq_prefill_done, rq_transfer_start, rq_transfer_end, rq_decode_scheduled, tr_start, tr_end, ln_time,
+      ln_rate, ln_util;
   Column<int64_t> ts_running, ts_waiting, ts_used, ts_concurrency, pi_instance, pi_running, pi_waiting, pi_used;
 };
 
@@ -317,6 +346,43 @@ void RunFileStream::write_requests(const std::vector<RequestRow>& rows, const st
     m.rq_hits.append(w, column_of(rows, [](const R& r) { return r.prefix_hits_blocks; }));
     m.rq_positions.append(w, positions);
     m.rq_offsets.append(w, offsets);
+    m.rq_prefill_instance.append(w, column_of(rows, [&](const R& r) { return i64(r.prefill_instance); }));
+    const auto remote = [](const R& r, SimTime t) { return r.prefill_instance >= 0 ? t.seconds() : kNaN; };
+    m.rq_prefill_done.append(w, column_of(rows, [&](const R& r) { return remote(r, r.prefill_done); }));
+    m.rq_transfer_start.append(w, column_of(rows, [&](const R& r) { return remote(r, r.transfer_start); }));
+    m.rq_transfer_end.append(w, column_of(rows, [&](const R& r) { return remote(r, r.transfer_end); }));
+    m.rq_decode_scheduled.append(w, column_of(rows, [&](const R& r) { return remote(r, r.decode_scheduled); }));
+    m.rq_transfer_bytes.append(w, column_of(rows, [](const R& r) { return r.transfer_bytes; }));
+  });
+}
+
+void RunFileStream::write_transfers(const std::vector<TransferRecord>& rows) {
+  guarded([&](Impl& m) {
+    using T = TransferRecord;
+    Writer& w = m.w;
+    auto i64 = [](auto v) { return static_cast<int64_t>(v); };
+    m.tr_id.append(w, column_of(rows, [](const T& t) { return t.id.value(); }));
+    m.tr_src_instance.append(w, column_of(rows, [&](const T& t) { return i64(t.src_instance); }));
+    m.tr_dst_instance.append(w, column_of(rows, [&](const T& t) { return i64(t.dst_instance); }));
+    m.tr_src_rank.append(w, column_of(rows, [&](const T& t) { return i64(t.src_rank); }));
+    m.tr_dst_rank.append(w, column_of(rows, [&](const T& t) { return i64(t.dst_rank); }));
+    m.tr_src_gpu.append(w, column_of(rows, [&](const T& t) { return i64(t.src_gpu); }));
+    m.tr_dst_gpu.append(w, column_of(rows, [&](const T& t) { return i64(t.dst_gpu); }));
+    m.tr_bytes.append(w, column_of(rows, [](const T& t) { return t.bytes; }));
+    m.tr_hops.append(w, column_of(rows, [&](const T& t) { return i64(t.hops); }));
+    m.tr_start.append(w, column_of(rows, [](const T& t) { return t.start.seconds(); }));
+    m.tr_end.append(w, column_of(rows, [](const T& t) { return t.end.seconds(); }));
+  });
+}
+
+void RunFileStream::write_link_samples(const std::vector<LinkSample>& rows) {
+  guarded([&](Impl& m) {
+    using L = LinkSample;
+    Writer& w = m.w;
+    m.ln_time.append(w, column_of(rows, [](const L& l) { return l.at.seconds(); }));
+    m.ln_link.append(w, column_of(rows, [](const L& l) { return static_cast<int64_t>(l.link); }));
+    m.ln_rate.append(w, column_of(rows, [](const L& l) { return l.rate; }));
+    m.ln_util.append(w, column_of(rows, [](const L& l) { return l.utilisation; }));
   });
 }
 
@@ -371,6 +437,27 @@ void RunFileStream::finish(const RunSummary& summary, const RunMeta& meta, bool 
     m.w.string_attribute(m.rq_pool.id(), "names", pools.empty() ? "default" : pools);
     write_meta(m.w, m.file.get(), meta);
     write_summary(m.w, m.file.get(), summary);
+    // /links: the links that carried bytes (disaggregated runs), by bytes.
+    const auto& links = summary.disaggregation.links;
+    Handle ln = m.w.group(m.file.get(), "links");
+    const int z = m.compression;
+    auto id = Column<int64_t>(m.w, ln.get(), "id", z);
+    id.append(m.w, column_of(links, [](const LinkTotal& l) { return static_cast<int64_t>(l.id); }));
+    std::string names, types;
+    for (const LinkTotal& l : links) {
+      names += (names.empty() ? "" : ",") + l.name;
+      types += (types.empty() ? "" : ",") + l.type;
+    }
+    m.w.string_attribute(id.id(), "names", names);
+    m.w.string_attribute(id.id(), "types", types);
+    auto cap = Column<double>(m.w, ln.get(), "capacity_bytes_per_s", z);
+    cap.append(m.w, column_of(links, [](const LinkTotal& l) { return l.capacity; }));
+    auto bytes = Column<double>(m.w, ln.get(), "bytes", z);
+    bytes.append(m.w, column_of(links, [](const LinkTotal& l) { return l.bytes; }));
+    auto mean = Column<double>(m.w, ln.get(), "mean_utilisation", z);
+    mean.append(m.w, column_of(links, [](const LinkTotal& l) { return l.mean_utilisation; }));
+    auto peak = Column<double>(m.w, ln.get(), "peak_utilisation", z);
+    peak.append(m.w, column_of(links, [](const LinkTotal& l) { return l.peak_utilisation; }));
     check_rc(H5Fflush(m.file.get(), H5F_SCOPE_GLOBAL), "flush", tmp_);
   });
   impl_.reset();  // closes every dataset, then the file
@@ -401,6 +488,8 @@ void write_run_file(const std::string& path, const RunCollector& collector, cons
   stream.write_requests(collector.requests(), collector.saved_state_positions(), ends);
   stream.write_steps(collector.steps());
   stream.write_samples(collector.timeseries(), collector.instance_series());
+  stream.write_transfers(collector.transfers());
+  stream.write_link_samples(collector.link_samples());
   stream.finish(summary, meta);
 }
 

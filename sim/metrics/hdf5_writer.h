@@ -9,7 +9,13 @@
 //               preemptions, finished (uint8 0/1), instance, pool (attribute "names": the pool
 //               names by index, "default" without a cluster: section), prefix_queries_blocks,
 //               prefix_hits_blocks, saved_state_positions (flattened), saved_state_offsets
-//               (n + 1 entries: request i owns positions[offsets[i]:offsets[i+1]]).
+//               (n + 1 entries: request i owns positions[offsets[i]:offsets[i+1]]), and for
+//               disaggregated requests prefill_instance (-1 otherwise), prefill_done_s,
+//               transfer_start_s, transfer_end_s, decode_scheduled_s (NaN otherwise), transfer_bytes.
+//   /transfers  one row per flow of a disaggregated pull: request, src_instance, dst_instance, src_rank,
+//               dst_rank, src_gpu, dst_gpu (topology GPU indices), bytes, hops, start_s, end_s
+//   /links      links that carried bytes: id, capacity_bytes_per_s, bytes, mean_utilisation,
+//               peak_utilisation (attributes "names", "types" on id: comma-separated)
 //               A time that was never reached is NaN: finish_s of unfinished requests,
 //               first_token_s of requests without output, first_scheduled_s of requests never
 //               scheduled (rejected ones included).
@@ -18,7 +24,9 @@
 //               instance
 //   /timeseries time_s, running, waiting, kv_blocks_used, concurrency (see run_collector.h), and
 //               per_instance/{time_s, instance, running, waiting, kv_blocks_used, kv_usage}: one row per
-//               step record in step-end order, kv_usage = used / usable blocks of that instance
+//               step record in step-end order, kv_usage = used / usable blocks of that instance;
+//               links/{time_s, link, rate_bytes_per_s, utilisation}: per utilisation sample, the
+//               links with traffic
 //   /summary    attribute "json" (summary_to_json without wall_s) and scalar attributes
 //               requests_finished, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, itl_p50_ms,
 //               e2e_p50_ms, e2e_p99_ms, requests_per_s, output_tokens_per_s, token_hit_rate,
@@ -88,6 +96,8 @@ class RunFileStream final : public IRunStream {
                       const std::vector<int64_t>& offsets) override;
   void write_steps(const std::vector<StepRecord>& steps) override;
   void write_samples(const TimeSeries& series, const InstanceSeries& per_instance) override;
+  void write_transfers(const std::vector<TransferRecord>& rows) override;
+  void write_link_samples(const std::vector<LinkSample>& rows) override;
   // Writes /summary and /meta and closes the temporary file; renames it too unless commit_now is false
   // (a caller that renames a companion file in the same breath calls commit() itself).
   void finish(const RunSummary& summary, const RunMeta& meta, bool commit_now = true);

@@ -89,6 +89,14 @@ struct TransferRecord {
   SimTime end;
 };
 
+// The rate over one directed topology link at a sampling instant (links with traffic only).
+struct LinkSample {
+  SimTime at;
+  int link = 0;
+  double rate = 0;         // bytes/s
+  double utilisation = 0;  // rate / capacity
+};
+
 struct StepRecord {
   SimTime start;
   SimTime end;
@@ -117,6 +125,7 @@ class IRecordSink {
   virtual void on_tokens(RequestId id, SimTime at, int64_t n) = 0;
   // One flow of a KV transfer ended (disaggregated runs only).
   virtual void on_transfer(const TransferRecord& /*t*/) {}
+  virtual void on_link_sample(const LinkSample& /*s*/) {}
 };
 
 }  // namespace kvsim

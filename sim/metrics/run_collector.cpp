@@ -76,16 +76,44 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   KVSIM_CHECK(r.instance >= 0 && r.pool >= 0, "negative instance or pool");
   if (static_cast<size_t>(r.instance) >= instances_.size()) instances_.resize(static_cast<size_t>(r.instance) + 1);
   while (static_cast<size_t>(r.pool) >= pools_.size()) pools_.emplace_back(opt_.exact_request_samples);
+  // A disaggregated request's prefix reuse (cached_tokens) happened on its prefill instance; its decode
+  // instance reused decode_cached_tokens of its own (blocks it did not pull).
+  const bool remote = r.prefill_instance >= 0;
+  const int64_t local_hit = remote ? r.decode_cached_tokens : r.cached_tokens;
+  if (remote) {
+    if (static_cast<size_t>(r.prefill_instance) >= instances_.size())
+      instances_.resize(static_cast<size_t>(r.prefill_instance) + 1);
+    InstanceAgg& pi = instances_[static_cast<size_t>(r.prefill_instance)];
+    ++pi.requests;
+    pi.prompt += r.prompt_tokens;
+    pi.hit += r.cached_tokens;
+  }
   InstanceAgg& ia = instances_[static_cast<size_t>(r.instance)];
   ++ia.requests;
   ia.prompt += r.prompt_tokens;
-  ia.hit += r.cached_tokens;
+  ia.hit += local_hit;
   ia.preemptions += r.preemptions;
   PoolAgg& pa = pools_[static_cast<size_t>(r.pool)];
   ++pa.requests;
   pa.prompt += r.prompt_tokens;
-  pa.hit += r.cached_tokens;
+  pa.hit += local_hit;
   pa.preemptions += r.preemptions;
+  if (remote) {
+    ++disagg_requests_;
+    if (r.finished && r.output_tokens >= 1) {
+      // TTFT = router + prefill queue + prefill + decode queue (before and after the pull) + pull + first step.
+      const SimTime first = r.first_scheduled.value_or(r.prefill_done);
+      ttft_router_.add(ms_between(r.arrival, r.prefill_submitted));
+      ttft_prefill_queue_.add(ms_between(r.prefill_submitted, first));
+      ttft_prefill_.add(ms_between(first, r.prefill_done));
+      ttft_decode_queue_.add(ms_between(r.prefill_done, r.transfer_start) +
+                             ms_between(r.transfer_end, r.decode_scheduled));
+      ttft_pull_.add(ms_between(r.transfer_start, r.transfer_end));
+      ttft_first_step_.add(ms_between(r.decode_scheduled, r.first_token));
+    }
+    if (r.transfer_end >= r.transfer_start && r.transfer_end > SimTime::zero())
+      transfer_.add(ms_between(r.transfer_start, r.transfer_end));
+  }
 
   if (!r.finished) {
     const auto reason = static_cast<size_t>(r.rejected);
@@ -133,6 +161,12 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   row.lost_tokens = r.lost_tokens;
   row.prefix_queries_blocks = r.prefix_queries_blocks;
   row.prefix_hits_blocks = r.prefix_hits_blocks;
+  row.prefill_instance = r.prefill_instance;
+  row.prefill_done = r.prefill_done;
+  row.transfer_start = r.transfer_start;
+  row.transfer_end = r.transfer_end;
+  row.decode_scheduled = r.decode_scheduled;
+  row.transfer_bytes = r.transfer_bytes;
   row.cause = r.cause;
   row.finished = r.finished;
   row.rejected = r.rejected;
@@ -253,8 +287,39 @@ void RunCollector::on_tokens(RequestId id, SimTime at, int64_t n) {
   for (int64_t k = 1; k < n; ++k) itl_.add(0.0f);
 }
 
+void RunCollector::on_transfer(const TransferRecord& t) {
+  ++flows_;
+  flow_bytes_ += static_cast<double>(t.bytes);
+  if (opt_.keep_records) transfers_.push_back(t);
+  if (opt_.stream != nullptr) {
+    chunk_transfers_.push_back(t);
+    if (chunk_transfers_.size() >= opt_.chunk_rows) {
+      opt_.stream->write_transfers(chunk_transfers_);
+      chunk_transfers_.clear();
+    }
+  }
+}
+
+void RunCollector::on_link_sample(const LinkSample& ls) {
+  KVSIM_CHECK(ls.link >= 0, "negative link id");
+  if (static_cast<size_t>(ls.link) >= link_peak_.size()) link_peak_.resize(static_cast<size_t>(ls.link) + 1, 0.0);
+  link_peak_[static_cast<size_t>(ls.link)] = std::max(link_peak_[static_cast<size_t>(ls.link)], ls.utilisation);
+  if (opt_.keep_records) link_samples_.push_back(ls);
+  if (opt_.stream != nullptr) {
+    chunk_link_samples_.push_back(ls);
+    if (chunk_link_samples_.size() >= opt_.chunk_rows) {
+      opt_.stream->write_link_samples(chunk_link_samples_);
+      chunk_link_samples_.clear();
+    }
+  }
+}
+
 void RunCollector::flush() {
   if (opt_.stream == nullptr) return;
+  if (!chunk_transfers_.empty()) opt_.stream->write_transfers(chunk_transfers_);
+  chunk_transfers_.clear();
+  if (!chunk_link_samples_.empty()) opt_.stream->write_link_samples(chunk_link_samples_);
+  chunk_link_samples_.clear();
   if (!chunk_requests_.empty()) {
     opt_.stream->write_requests(chunk_requests_, chunk_positions_, chunk_offsets_);
     positions_written_ += static_cast<int64_t>(chunk_positions_.size());
@@ -307,6 +372,31 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
   out.kv_blocks.peak_used = peak_used_;
   out.router = info.router;
   out.pools = summarize_pools(info.pools);
+  if (info.disaggregated) {
+    auto& d = out.disaggregation;
+    d.present = true;
+    d.requests = disagg_requests_;
+    d.flows = flows_;
+    d.bytes = flow_bytes_;
+    d.transfer_ms = transfer_.summarize();
+    d.router_ms = ttft_router_.summarize();
+    d.prefill_queue_ms = ttft_prefill_queue_.summarize();
+    d.prefill_ms = ttft_prefill_.summarize();
+    d.decode_queue_ms = ttft_decode_queue_.summarize();
+    d.pull_ms = ttft_pull_.summarize();
+    d.first_decode_step_ms = ttft_first_step_.summarize();
+    const double span = any_arrival_ ? (end_of_run() - first_arrival_).seconds() : 0.0;
+    for (size_t l = 0; l < info.links.size(); ++l) {
+      LinkTotal t = info.links[l];
+      if (t.bytes <= 0) continue;
+      t.peak_utilisation = l < link_peak_.size() ? link_peak_[l] : 0.0;
+      t.mean_utilisation = span > 0 && t.capacity > 0 ? t.bytes / (t.capacity * span) : 0.0;
+      d.links.push_back(std::move(t));
+    }
+    std::stable_sort(d.links.begin(), d.links.end(), [](const LinkTotal& a, const LinkTotal& b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
+    });
+  }
   out.sim.events = info.events;
   out.sim.wall_s = info.wall_s;
   out.sim.fingerprint = info.fingerprint;
@@ -339,6 +429,16 @@ std::vector<PoolSummary> RunCollector::summarize_pools(const std::vector<PoolInf
       p.ttft_ms = a.ttft.summarize();
       p.tpot_ms = a.tpot.summarize();
       p.e2e_ms = a.e2e.summarize();
+    }
+    if (info.role == "prefill") {
+      // Its prefills are counted on its instances (the records belong to the decode pools).
+      for (int k = 0; k < info.instances; ++k) {
+        const auto i = static_cast<size_t>(info.first_instance + k);
+        if (i >= instances_.size()) continue;
+        p.requests += instances_[i].requests;
+        p.prompt_tokens += instances_[i].prompt;
+        p.hit_tokens += instances_[i].hit;
+      }
     }
     p.token_hit_rate =
         p.prompt_tokens > 0 ? static_cast<double>(p.hit_tokens) / static_cast<double>(p.prompt_tokens) : 0.0;

@@ -65,6 +65,10 @@ struct RequestRow {
   int32_t preemptions = 0;
   int32_t instance = 0;
   int32_t pool = 0;
+  // Disaggregated requests (RequestRecord): prefill instance (-1: none) and the pull.
+  int32_t prefill_instance = -1;
+  SimTime prefill_done, transfer_start, transfer_end, decode_scheduled;
+  int64_t transfer_bytes = 0;
 };
 
 struct TimeSeries {
@@ -98,6 +102,9 @@ class IRunStream {
                               const std::vector<int64_t>& offsets) = 0;
   virtual void write_steps(const std::vector<StepRecord>& steps) = 0;
   virtual void write_samples(const TimeSeries& series, const InstanceSeries& per_instance) = 0;
+  // Disaggregated runs: transfer flows and link utilisation samples (sinks that do not store them ignore).
+  virtual void write_transfers(const std::vector<TransferRecord>& /*rows*/) {}
+  virtual void write_link_samples(const std::vector<LinkSample>& /*rows*/) {}
 };
 
 // Which step records reach /steps.
@@ -126,6 +133,10 @@ struct RunInfo {
   // A scenario with a cluster: section: its router and pools (the summary then has a block per pool).
   std::string router;
   std::vector<PoolInfo> pools;
+  // Disaggregated runs: every directed link's name, type, capacity and bytes carried (peak and mean
+  // utilisation are filled by the collector).
+  bool disaggregated = false;
+  std::vector<LinkTotal> links;
 };
 
 class RunCollector final : public IRecordSink {
@@ -135,6 +146,10 @@ class RunCollector final : public IRecordSink {
   void on_request_done(const RequestRecord& r) override;
   void on_step(const StepRecord& s) override;
   void on_tokens(RequestId id, SimTime at, int64_t n) override;
+  void on_transfer(const TransferRecord& t) override;
+  void on_link_sample(const LinkSample& s) override;
+  const std::vector<TransferRecord>& transfers() const { return transfers_; }
+  const std::vector<LinkSample>& link_samples() const { return link_samples_; }
 
   // Kept records (empty unless keep_records).
   const std::vector<RequestRow>& requests() const { return requests_; }
@@ -186,6 +201,16 @@ class RunCollector final : public IRecordSink {
   std::vector<int32_t> free_delivery_slots_;
   std::vector<InstanceAgg> instances_;
   std::vector<PoolAgg> pools_;
+  // Disaggregation: requests prefilled remotely, flows, bytes, per-request transfer time, the TTFT parts,
+  // and the peak utilisation sampled on each link (by link id).
+  int64_t disagg_requests_ = 0, flows_ = 0;
+  double flow_bytes_ = 0;
+  StreamingDistribution<double> transfer_{int64_t{1} << 20}, ttft_router_{int64_t{1} << 20},
+      ttft_prefill_queue_{int64_t{1} << 20}, ttft_prefill_{int64_t{1} << 20}, ttft_decode_queue_{int64_t{1} << 20},
+      ttft_pull_{int64_t{1} << 20}, ttft_first_step_{int64_t{1} << 20};
+  std::vector<double> link_peak_;
+  std::vector<TransferRecord> transfers_, chunk_transfers_;
+  std::vector<LinkSample> link_samples_, chunk_link_samples_;
   // Concurrency: level = arrived - left, arrivals at the current instant held in pending_.
   int64_t level_ = 0, pending_ = 0, peak_ = 0, now_ns_ = INT64_MIN;
   __int128 arrival_ns_in_flight_ = 0;  // sum of arrival times of requests in flight (pending included)

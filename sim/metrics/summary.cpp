@@ -1,5 +1,6 @@
 #include "sim/metrics/summary.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -169,6 +170,36 @@ std::string cluster_json(const RunSummary& s, int indent) {
   return w.finish();
 }
 
+std::string disaggregation_json(const RunSummary::Disaggregation& d, int indent) {
+  JsonObjectWriter w(indent);
+  const int in = w.child_indent();
+  w.integer("requests", d.requests);
+  w.integer("flows", d.flows);
+  w.number("bytes", d.bytes);
+  w.raw("transfer_ms", distribution_json(d.transfer_ms, in));
+  JsonObjectWriter parts(in);
+  const int pin = parts.child_indent();
+  parts.raw("router", distribution_json(d.router_ms, pin));
+  parts.raw("prefill_queue", distribution_json(d.prefill_queue_ms, pin));
+  parts.raw("prefill", distribution_json(d.prefill_ms, pin));
+  parts.raw("decode_queue", distribution_json(d.decode_queue_ms, pin));
+  parts.raw("transfer", distribution_json(d.pull_ms, pin));
+  parts.raw("first_decode_step", distribution_json(d.first_decode_step_ms, pin));
+  w.raw("ttft_breakdown_ms", parts.finish());
+  std::string list = "[";
+  const size_t n = std::min<size_t>(d.links.size(), 5);
+  for (size_t k = 0; k < n; ++k) {
+    const LinkTotal& l = d.links[k];
+    list += std::string(k == 0 ? "\n" : ",\n") + std::string(static_cast<size_t>(in + 2), ' ') +
+            "{\"name\": " + json_quote(l.name) + ", \"type\": " + json_quote(l.type) +
+            ", \"bytes\": " + json_number(l.bytes) + ", \"mean_utilisation\": " + json_number(l.mean_utilisation) +
+            ", \"peak_utilisation\": " + json_number(l.peak_utilisation) + "}";
+  }
+  list += n == 0 ? "]" : "\n" + std::string(static_cast<size_t>(in), ' ') + "]";
+  w.raw("busiest_links", list);
+  return w.finish();
+}
+
 std::string fmt(double v, int decimals) {
   if (std::isnan(v)) return "-";
   char buf[48];
@@ -240,6 +271,7 @@ std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& optio
     root.raw("kv_blocks", w.finish());
   }
   if (!s.pools.empty()) root.raw("cluster", cluster_json(s, in));
+  if (s.disaggregation.present) root.raw("disaggregation", disaggregation_json(s.disaggregation, in));
   {
     JsonObjectWriter w(in);
     w.integer("events", s.sim.events);
@@ -304,6 +336,20 @@ std::string summary_to_text(const RunSummary& s) {
          << ", imbalance (max/mean) requests " << fmt(p.requests_imbalance, 3) << ", busy " << fmt(p.busy_imbalance, 3)
          << "\n";
     }
+  }
+  if (s.disaggregation.present) {
+    const auto& d = s.disaggregation;
+    os << "disagg       " << d.requests << " requests prefilled remotely, " << d.flows << " flows, "
+       << fmt(d.bytes / 1e9, 3) << " GB; transfer p50/p99 " << fmt(d.transfer_ms.p50, 3) << " / "
+       << fmt(d.transfer_ms.p99, 3) << " ms\n";
+    os << "  ttft parts (mean ms): router " << fmt(d.router_ms.mean, 2) << ", prefill queue "
+       << fmt(d.prefill_queue_ms.mean, 2) << ", prefill " << fmt(d.prefill_ms.mean, 2) << ", decode queue "
+       << fmt(d.decode_queue_ms.mean, 2) << ", transfer " << fmt(d.pull_ms.mean, 2) << ", first decode step "
+       << fmt(d.first_decode_step_ms.mean, 2) << "\n";
+    for (size_t k = 0; k < std::min<size_t>(d.links.size(), 3); ++k)
+      os << "  link " << d.links[k].name << " (" << d.links[k].type << "): " << fmt(d.links[k].bytes / 1e9, 3)
+         << " GB, mean " << fmt(100.0 * d.links[k].mean_utilisation, 2) << "%, peak "
+         << fmt(100.0 * d.links[k].peak_utilisation, 1) << "%\n";
   }
   os << "sim          " << s.sim.events << " events, " << fmt(s.sim.wall_s, 2) << " s wall, fingerprint "
      << fingerprint_hex(s.sim.fingerprint) << "\n";

@@ -21,6 +21,12 @@
 //        "preemptions", "imbalance": {"requests", "busy"},
 //        "per_instance": [{"instance", "requests", "busy_s", "token_hit_rate", "peak_kv_usage",
 //                          "preemptions"}]}]},
+//   "disaggregation" (only for a cluster with prefill and decode pools): {"requests" (prefilled remotely),
+//       "flows", "bytes", "transfer_ms": {...} (per request: first flow start to last flow end),
+//       "ttft_breakdown_ms": {"router" | "prefill_queue" | "prefill" | "decode_queue" | "transfer" |
+//       "first_decode_step": {...}} (disaggregated finished requests; the parts sum to their TTFT),
+//       "busiest_links": [{"name", "type", "bytes", "mean_utilisation", "peak_utilisation"}] (up to 5, by
+//       bytes; mean over the run's duration, peak over the utilisation samples)},
 //   "sim": {"events", "wall_s" (omitted with include_wall_time = false), "fingerprint": "<16 hex>"}
 // }
 #include <array>
@@ -42,6 +48,17 @@ struct PoolInfo {
   int first_instance = 0;  // its instances are first_instance .. first_instance + instances - 1
   int instances = 0;
   int64_t usable_blocks = 0;  // KV blocks of one instance (the null block excluded)
+};
+
+// One directed topology link at the end of a run (disaggregated runs).
+struct LinkTotal {
+  int id = 0;  // directed link id in the topology (/timeseries/links/link)
+  std::string name;
+  std::string type;
+  double capacity = 0;  // bytes/s
+  double bytes = 0;     // carried over the run
+  double peak_utilisation = 0;
+  double mean_utilisation = 0;
 };
 
 struct InstanceSummary {
@@ -119,6 +136,16 @@ struct RunSummary {
   // Scenarios with a cluster: section: the router and one block per pool (empty otherwise).
   std::string router;
   std::vector<PoolSummary> pools;
+
+  struct Disaggregation {
+    bool present = false;
+    int64_t requests = 0;  // prefilled on a prefill instance
+    int64_t flows = 0;
+    double bytes = 0;
+    Distribution transfer_ms;
+    Distribution router_ms, prefill_queue_ms, prefill_ms, decode_queue_ms, pull_ms, first_decode_step_ms;
+    std::vector<LinkTotal> links;  // every link that carried bytes, by bytes descending then name
+  } disaggregation;
 
   struct Sim {
     uint64_t events = 0;

@@ -366,7 +366,7 @@ ClusterSettings read_cluster(const Reader& r, const YAML::Node& root, const Scen
     return c;
   }
   c.present = true;
-  r.only_keys(n, "cluster", {"pools", "router"});
+  r.only_keys(n, "cluster", {"pools", "router", "topology", "disaggregation"});
   const YAML::Node pools = n["pools"];
   if (!pools) r.fail("cluster.pools", "missing (a list of {name, role, instances, gpu, engine})");
   if (!pools.IsSequence() || pools.size() == 0) r.fail("cluster.pools", "must be a non-empty list");
@@ -377,15 +377,13 @@ ClusterSettings read_cluster(const Reader& r, const YAML::Node& root, const Scen
     PoolSettings p;
     p.key = "cluster.pools[" + std::to_string(i) + "]";
     auto k = [&](const char* key) { return p.key + "." + key; };
-    r.only_keys(pn, p.key, {"name", "role", "instances", "gpu", "engine"});
+    r.only_keys(pn, p.key, {"name", "role", "instances", "gpu", "engine", "placement"});
     p.name = pn["name"] ? r.str(pn["name"], k("name")) : "pool" + std::to_string(i);
     if (p.name.empty()) r.fail(k("name"), "must not be empty");
     if (!names.insert(p.name).second) r.fail(k("name"), "duplicate pool name '" + p.name + "'");
     if (pn["role"]) p.role = r.str(pn["role"], k("role"));
-    if (p.role == "prefill" || p.role == "decode")
-      r.fail(k("role"),
-             "'" + p.role + "' needs the disaggregation support, which kvsim does not have yet (use colocated)");
-    if (p.role != "colocated") r.fail(k("role"), "must be colocated, prefill or decode (got '" + p.role + "')");
+    if (p.role != "colocated" && p.role != "prefill" && p.role != "decode")
+      r.fail(k("role"), "must be colocated, prefill or decode (got " + quote_for_message(p.role) + ")");
     if (!pn["instances"]) r.fail(k("instances"), "missing (the number of engine instances, >= 1)");
     p.instances = static_cast<int>(r.integer(pn["instances"], k("instances"), 1, 65536));
     total += p.instances;
@@ -397,9 +395,82 @@ ClusterSettings read_cluster(const Reader& r, const YAML::Node& root, const Scen
       for (const auto& kv : e) merged[kv.first.Scalar()] = kv.second;
     }
     p.engine = read_engine(r, merged, k("engine"));
+    if (const YAML::Node pl = pn["placement"]) {
+      if (!pl.IsSequence()) r.fail(k("placement"), "must be a list of topology GPU names (node0/gpu0, ...)");
+      for (size_t j = 0; j < pl.size(); ++j)
+        p.placement.push_back(r.str(pl[j], k("placement") + "[" + std::to_string(j) + "]"));
+      const int64_t want = int64_t{p.instances} * p.engine.tensor_parallel_size;
+      if (std::ssize(p.placement) != want)
+        r.fail(k("placement"), "lists " + std::to_string(p.placement.size()) + " GPUs; " + std::to_string(p.instances) +
+                                   " instances x TP " + std::to_string(p.engine.tensor_parallel_size) + " need " +
+                                   std::to_string(want));
+    }
     c.pools.push_back(std::move(p));
   }
   c.router = read_router(r, n["router"]);
+  int prefill = 0, decode = 0, colocated = 0;
+  for (const PoolSettings& p : c.pools) {
+    prefill += p.role == "prefill";
+    decode += p.role == "decode";
+    colocated += p.role == "colocated";
+  }
+  c.disaggregated = prefill + decode > 0;
+  if (c.disaggregated) {
+    for (size_t i = 0; i < c.pools.size(); ++i) {
+      const std::string key = "cluster.pools[" + std::to_string(i) + "].role";
+      if (c.pools[i].role == "colocated")
+        r.fail(key, "a cluster with prefill and decode pools cannot also have colocated pools");
+    }
+    if (prefill == 0) r.fail("cluster.pools", "decode pools need a prefill pool (role: prefill)");
+    if (decode == 0) r.fail("cluster.pools", "prefill pools need a decode pool (role: decode)");
+    if (!n["topology"])
+      r.fail("cluster.topology",
+             "missing: prefill and decode pools need a topology for their KV transfers (a file in models/topologies/)");
+  }
+  if (const YAML::Node t = n["topology"]) {
+    c.topology = r.str(t, "cluster.topology");
+    if (c.topology.empty()) r.fail("cluster.topology", "must not be empty");
+  } else {
+    for (size_t i = 0; i < c.pools.size(); ++i)
+      if (!c.pools[i].placement.empty())
+        r.fail("cluster.pools[" + std::to_string(i) + "].placement", "needs cluster.topology");
+  }
+  if (const YAML::Node d = n["disaggregation"]) {
+    const std::string w = "cluster.disaggregation";
+    auto k = [&](const char* key) { return w + "." + key; };
+    if (!c.disaggregated) r.fail(w, "only for a cluster with prefill and decode pools");
+    r.only_keys(d, w,
+                {"decider", "threshold", "max_local_prefill", "max_prefill_queue", "hybrid_hetero_tp", "per_flow_cap",
+                 "per_descriptor", "utilisation_interval"});
+    DisaggSettings& ds = c.disaggregation;
+    if (d["decider"]) {
+      ds.decider = r.str(d["decider"], k("decider"));
+      if (ds.decider != "llm_d" && ds.decider != "dynamo" && ds.decider != "always" && ds.decider != "never")
+        r.fail(k("decider"), "unknown decider " + quote_for_message(ds.decider) + " (known: always, dynamo, llm_d, never)");
+    }
+    if (d["threshold"]) ds.threshold = r.integer(d["threshold"], k("threshold"), 0, int64_t{1} << 40);
+    if (d["max_local_prefill"])
+      ds.max_local_prefill = r.integer(d["max_local_prefill"], k("max_local_prefill"), 0, int64_t{1} << 40);
+    if (d["max_prefill_queue"])
+      ds.max_prefill_queue = static_cast<int>(r.integer(d["max_prefill_queue"], k("max_prefill_queue"), 1, 1 << 30));
+    if (d["hybrid_hetero_tp"]) ds.hybrid_hetero_tp = r.boolean(d["hybrid_hetero_tp"], k("hybrid_hetero_tp"));
+    if (d["per_flow_cap"]) {
+      const std::string v = r.str(d["per_flow_cap"], k("per_flow_cap"));
+      ds.per_flow_cap = v == "none" ? 0 : parse_bandwidth(v, s.path + ": " + k("per_flow_cap"));
+    }
+    auto duration = [&](const char* key, double* out) {
+      *out = r.seconds(d[key], k(key));
+      if (*out < 0) r.fail(k(key), "must be >= 0 (got " + quote_for_message(d[key].Scalar()) + ")");
+    };
+    if (d["per_descriptor"]) duration("per_descriptor", &ds.per_descriptor_s);
+    if (d["per_descriptor"] && ds.per_descriptor_s > 1e-3)
+      r.fail(k("per_descriptor"), "must be at most 1ms (measured: ~3us, vLLM #34054)");
+    if (d["utilisation_interval"]) {
+      duration("utilisation_interval", &ds.utilisation_interval_s);
+      if (ds.utilisation_interval_s > 0 && ds.utilisation_interval_s < 1e-3)
+        r.fail(k("utilisation_interval"), "must be 0 (no samples) or at least 1ms");
+    }
+  }
   return c;
 }
 

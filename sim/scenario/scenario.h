@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cluster/disagg_settings.h"
 #include "sim/cluster/router_settings.h"
 #include "sim/engine/engine_settings.h"
 #include "sim/metrics/hdf5_writer.h"
@@ -26,8 +27,11 @@ struct OutputSettings {
 // One pool of identical engine instances (cluster.pools[i]).
 struct PoolSettings {
   std::string name;
-  std::string role = "colocated";  // colocated | prefill | decode (the last two need disaggregation)
+  std::string role = "colocated";  // colocated | prefill | decode (the last two: disaggregation)
   int instances = 1;
+  // Topology GPU names of its instances' ranks, instance by instance (instances x TP entries); empty:
+  // packed node by node (cluster.topology).
+  std::vector<std::string> placement;
   std::string gpu;        // hardware catalog key; default: the scenario's gpu
   EngineSettings engine;  // the top-level engine section with this pool's `engine:` overrides applied
   std::string key;        // "cluster.pools[0]": names the pool in errors
@@ -39,6 +43,10 @@ struct ClusterSettings {
   bool present = false;  // the scenario has a cluster: section (the summary then has one block per pool)
   std::vector<PoolSettings> pools;
   RouterSettings router;
+  // The topology file (cluster.topology: a name in <hardware_dir>/../topologies, or a path); "" = none.
+  std::string topology;
+  bool disaggregated = false;  // prefill and decode pools
+  DisaggSettings disaggregation;
 };
 
 struct Scenario {

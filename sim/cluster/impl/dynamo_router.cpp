@@ -130,6 +130,7 @@ class DynamoRouter final : public IRouter {
     const int64_t full = spec.prompt_tokens / bs;
     const size_t k = static_cast<size_t>(std::find(candidates.begin(), candidates.end(), pick) - candidates.begin());
     t.prefill_tokens = std::max<int64_t>(spec.prompt_tokens - overlaps_[k] * bs, 0);
+    last_match_ = std::min<int64_t>(overlaps_[k] * bs, spec.prompt_tokens);
     prefill_tokens_[static_cast<size_t>(pick)] += t.prefill_tokens;
     for (uint64_t b : h) active_.add(pick, b);
     if (!s_.kv_events) predicted_.insert(pick, std::span<const uint64_t>(h.data(), static_cast<size_t>(full)));
@@ -153,6 +154,7 @@ class DynamoRouter final : public IRouter {
   }
 
   std::string name() const override { return "dynamo"; }
+  int64_t last_match_tokens() const override { return last_match_; }
 
  private:
   struct Tracked {
@@ -238,6 +240,7 @@ class DynamoRouter final : public IRouter {
   std::vector<double> weights_;
   std::vector<int64_t> counts_;
   std::vector<int> ties_buf_;
+  int64_t last_match_ = 0;
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 // instances' real cached blocks instead (precise-prefix-cache-scorer, fed by vLLM's KV events), full
 // blocks at the instance's own block size.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -56,12 +57,22 @@ class LlmDRouter final : public IRouter {
         ties_buf_.size() == 1
             ? ties_buf_[0]
             : ties_buf_[static_cast<size_t>(ties_.uniform_int(0, static_cast<int64_t>(ties_buf_.size()) - 1))];
+    last_match_ = static_cast<int64_t>(std::llround(scores_[static_cast<size_t>(pick)] *
+                                                    static_cast<double>(matchable_blocks(spec, view, pick)))) *
+                  block_size(view, pick);
     if (!s_.precise) index_.insert(pick, hashes_for(spec, block_size(view, pick)));
     return pick;
   }
   std::string name() const override { return "llm_d"; }
+  int64_t last_match_tokens() const override { return last_match_; }
 
  private:
+  // The block count a score is a fraction of (prefix_scores).
+  int64_t matchable_blocks(const RequestSpec& spec, const IClusterView& view, int i) {
+    if (s_.precise)
+      return std::min<int64_t>(spec.prompt_tokens / view.info(i).block_size, s_.max_prefix_blocks);
+    return static_cast<int64_t>(hashes_for(spec, block_size(view, i)).size());
+  }
   static std::vector<int64_t> capacities(const RouterSettings& s, const IClusterView& view) {
     std::vector<int64_t> c;
     for (int i = 0; i < view.num_instances(); ++i)
@@ -110,6 +121,7 @@ class LlmDRouter final : public IRouter {
   std::vector<int64_t> counts_;
   std::vector<int> ties_buf_;
   std::map<int, std::vector<uint64_t>> by_size_;
+  int64_t last_match_ = 0;
 };
 
 }  // namespace
