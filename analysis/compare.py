@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots and a one-page HTML report of a kvsim sweep folder (kvsim sweep --out DIR).
 
-    compare.py SWEEP_DIR [--x AXIS] [--by AXIS] [--y FIGURE ...] [--out DIR]
+    compare.py SWEEP_DIR [--x AXIS] [--by AXIS] [--y FIGURE ...] [--where AXIS=VALUE ...] [--out DIR]
 
 Reads SWEEP_DIR/table.csv (written by kvsim sweep / kvsim sweep merge; columns documented in
 sim/sweep/sweep_table.h) and SWEEP_DIR/sweep.json (which columns are axes). For each figure it writes
@@ -12,7 +12,8 @@ out of the plots and shown in the table. report.html puts the plots and the whol
 Defaults: --x the first key-path axis with more than one value, --by the next varied axis or the
 variant (none if there is no other),
 --y token_hit_rate, block_hit_rate, ttft_ms.p50, ttft_ms.p99, tpot_ms.p50, output_tokens_per_s,
-peak_kv_usage, preemptions; --out SWEEP_DIR/report.
+peak_kv_usage, preemptions; --out SWEEP_DIR/report. --where keeps only the points whose axis has
+that value (as table.csv writes it), e.g. --where variant=quarter-rate; the report's table keeps them all.
 """
 import argparse
 import csv
@@ -156,9 +157,19 @@ def main(argv):
     p.add_argument("--x", help="axis on the x axis (default: the first key-path axis with more than one value)")
     p.add_argument("--by", help="axis with one line per value (default: the next axis; 'none' for one line)")
     p.add_argument("--y", nargs="+", help="figures (table columns) to plot")
+    p.add_argument("--where", nargs="+", default=[], metavar="AXIS=VALUE",
+                   help="plot only the points whose axis has this value")
     p.add_argument("--out", help="output folder (default: SWEEP_DIR/report)")
     a = p.parse_args(argv)
-    axes, header, rows = read_sweep(a.sweep_dir)
+    axes, header, all_rows = read_sweep(a.sweep_dir)
+    rows = all_rows
+    for w in a.where:
+        column, eq, value = w.partition("=")
+        if not eq or column not in header:
+            p.error(f"--where: {w!r} is not AXIS=VALUE with a column of table.csv (axes: {', '.join(axes) or 'none'})")
+        rows = [r for r in rows if r[column] == value]
+        if not rows:
+            p.error(f"--where: no point has {column} = {value!r}")
     varied = [c for c in axes if c != "repeat" and len(ordered_values(rows, c)) > 1]
     keys = [c for c in varied if c != "variant"]
     x = a.x or (keys[0] if keys else (varied[0] if varied else (axes[0] if axes else "point")))
@@ -180,8 +191,8 @@ def main(argv):
     for f in figures:
         images.append(file_name(f, x))
         plot_figure(rows, f, x, by, os.path.join(out, images[-1]), f"{name}: {f}")
-    write_report(out, name, images, header, rows)
-    print(f"report: {os.path.join(out, 'report.html')} ({len(images)} plots, {len(rows)} points)")
+    write_report(out, name, images, header, all_rows)
+    print(f"report: {os.path.join(out, 'report.html')} ({len(images)} plots, {len(all_rows)} points)")
     return 0
 
 

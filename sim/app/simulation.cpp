@@ -177,6 +177,9 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
         resolve_kv_dtype(res.model, p.engine.kv_cache_dtype, s.path + ": " + where.engine_key + ".kv_cache_dtype");
     lm.tables_dir = latency_tables_dir(s.hardware_dir);  // <hardware_dir>/../latency (models/latency)
     lm.engine_kind = p.engine.kind;
+    lm.block_size = cfg.layout.block_size;
+    lm.default_block_size = cfg.default_block_size;
+    lm.block_cost = p.engine.paged_block_cost;
     latency.push_back(make_latency_model(lm, res.model, gpu, s.path + ": " + where.engine_key + ".latency_model"));
     PoolRun run;
     run.info.name = p.name;

@@ -57,6 +57,9 @@ struct EngineConfig {
   // states and tail entries, a hit inside a block copied on write. Elsewhere (plain models, mode
   // none/all, caching off) vLLM falls back to whole-block hashing and so does kvsim.
   int prefix_match_unit = 0;
+  // The block size the engine would pick with block_size auto and no multiplier (the roofline's
+  // reference for the block-size term, sim/perf/paged_block_term.h).
+  int default_block_size = 0;
   // A KV connector that accepts partial hybrid hits: attention blocks are reused up to the attention
   // match, the state is recomputed from the last saved state at or below it.
   bool kv_connector_partial_hybrid_hits = false;

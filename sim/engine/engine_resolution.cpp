@@ -69,11 +69,23 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   } catch (const InputError& err) {
     throw InputError(key + "tensor_parallel_size: " + err.what());
   }
-  int block = engine_block_size(model, kind, e.block_size, kv, sdt, par.tp);
   const bool hybrid_state = has_layer(model, is_state);
   const MambaCacheMode mode = resolve_mamba_cache_mode(e, model);
-  if (hybrid_state && mode == MambaCacheMode::kAll && kind == EngineKind::kVllm)
-    block = all_mode_block_size(model, std::max(e.block_size, 0), kv, sdt, par.tp);
+  const auto rule_block = [&](int requested) {
+    if (hybrid_state && mode == MambaCacheMode::kAll && kind == EngineKind::kVllm)
+      return all_mode_block_size(model, std::max(requested, 0), kv, sdt, par.tp);
+    return engine_block_size(model, kind, requested, kv, sdt, par.tp);
+  };
+  int block = rule_block(e.block_size);
+  const int default_block = e.block_size > 0 ? rule_block(0) : block;
+  // block_size_multiplier: kvsim's own key (vLLM has none). A hybrid's block size follows vLLM's rule
+  // from the state page, so a user cannot ask for a size directly; whole multiples of the rule's block
+  // keep every group's page equal (the rule's invariant) and are what a block-size sweep of a hybrid
+  // can vary.
+  if (e.block_size_multiplier < 1 || static_cast<int64_t>(block) * e.block_size_multiplier > (1 << 24))
+    throw InputError(key + "block_size_multiplier: must be >= 1 and keep the block size (" + std::to_string(block) +
+                     " x multiplier) at most 2^24 tokens (got " + std::to_string(e.block_size_multiplier) + ")");
+  block *= e.block_size_multiplier;
   // vLLM prefix_match_unit (hash_block_size): every KV cache group's block size must be divisible by it.
   // It takes effect only on hybrids in align mode with prefix caching (partial hash hits); elsewhere
   // vLLM falls back to whole-block hashing and so does kvsim (validated all the same).
@@ -133,6 +145,7 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   c.prefix_cache_retention_interval = e.prefix_cache_retention_interval.value_or(kRetentionDense);
   c.shared_prefix_checkpoint = e.shared_prefix_checkpoint;
   c.prefix_match_unit = e.prefix_match_unit;
+  c.default_block_size = default_block;
   c.kv_connector_partial_hybrid_hits = e.kv_connector_partial_hybrid_hits;
   return c;
 }

@@ -12,6 +12,7 @@ namespace kvsim {
 struct EngineSettings {
   std::string kind = "vllm";                  // memory rule and defaults: vllm | sglang | trtllm
   int block_size = 0;                         // 0 = auto (the engine's default, raised for hybrids)
+  int block_size_multiplier = 1;              // the resolved block size times this (hybrids: the axis a sweep has)
   std::optional<int> max_num_batched_tokens;  // default as `vllm serve` picks it for the GPU
   std::optional<int> max_num_seqs;
   bool enable_prefix_caching = true;
@@ -29,6 +30,7 @@ struct EngineSettings {
   bool scheduler_reserve_full_isl = true;
   int tensor_parallel_size = 1;
   std::string latency_model = "roofline";
+  bool paged_block_cost = true;  // price the block size in paged attention (sim/perf/paged_block_term.h)
   // Hybrid prefix caching (vllm-semantics.md section 2).
   std::string mamba_cache_mode = "auto";  // auto | none | align | all
   // "dense" (nullopt: every saved state keeps its hash) or N >= 0 tokens (0: reachable boundaries only).

@@ -48,8 +48,8 @@ std::vector<double> monotone(std::vector<double> v) {
 
 CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec& g, int tp, DType weight_dtype,
                                                DType kv_dtype, const LatencyTables& tables,
-                                               const EngineOverhead& overhead)
-    : gpu_(g), tp_(tp) {
+                                               const EngineOverhead& overhead, PagedBlockTerm block_term)
+    : gpu_(g), tp_(tp), block_term_(block_term) {
   const std::string who = "calibrated latency model (" + m.name + " on " + g.name + "): ";
   if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
   if (m.hidden_size <= 0 || m.layers.empty()) throw InputError(who + "model has no hidden size or layers");
@@ -292,8 +292,11 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
   }
   r.allreduce_s = allreduce_curve_(n);
   r.overhead_s = overhead_c0_ + overhead_c1_ * (b.num_decode_requests + b.num_prefill_requests);
-  r.total = duration_from_seconds(r.linear_s + r.lm_head_s + r.moe_s + r.prefill_attention_s + r.decode_attention_s +
-                                  r.state_s + r.allreduce_s + r.overhead_s);
+  r.block_s = block_term_.seconds(b);
+  const double t = r.linear_s + r.lm_head_s + r.moe_s + r.prefill_attention_s + r.decode_attention_s + r.state_s +
+                   r.allreduce_s + r.overhead_s;
+  // The block term is 0 at the tables' block size (64), which leaves t untouched there.
+  r.total = duration_from_seconds(r.block_s == 0.0 ? t : std::max(0.0, t + r.block_s));
   return r;
 }
 

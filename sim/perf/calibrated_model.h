@@ -37,6 +37,7 @@
 #include "sim/perf/gemm_table.h"
 #include "sim/perf/i_latency_model.h"
 #include "sim/perf/latency_tables.h"
+#include "sim/perf/paged_block_term.h"
 
 namespace kvsim {
 
@@ -49,6 +50,7 @@ struct CalibratedBreakdown {
   double state_s = 0;
   double allreduce_s = 0;
   double overhead_s = 0;
+  double block_s = 0;  // PagedBlockTerm: the block size against the tables' 64 (0 there)
   Duration total;
 };
 
@@ -56,7 +58,7 @@ class CalibratedLatencyModel final : public ILatencyModel {
  public:
   // Throws InputError when the spec or GPU lacks what the model needs.
   CalibratedLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
-                         const LatencyTables& tables, const EngineOverhead& overhead);
+                         const LatencyTables& tables, const EngineOverhead& overhead, PagedBlockTerm block_term = {});
 
   Duration step_time(const BatchShape& batch) const override;
   std::string name() const override { return "calibrated"; }
@@ -85,6 +87,7 @@ class CalibratedLatencyModel final : public ILatencyModel {
 
   GpuSpec gpu_;
   double tp_ = 1;
+  PagedBlockTerm block_term_;
   GpuCalibration cal_;
   GemmTable gemm_;
   PeakRates bf16_peak_, weight_peak_;

@@ -9,12 +9,19 @@ namespace kvsim {
 
 std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, const ModelSpec& model,
                                                   const GpuSpec& gpu, const std::string& key) {
-  if (spec.name == "roofline")
-    return std::make_unique<RooflineLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype);
+  const bool term = spec.block_cost && spec.block_size > 0;
+  if (spec.name == "roofline") {
+    const PagedBlockTerm block = term && spec.default_block_size > 0
+                                     ? PagedBlockTerm(model, spec.tp, spec.block_size, spec.default_block_size)
+                                     : PagedBlockTerm();
+    return std::make_unique<RooflineLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, block);
+  }
   if (spec.name == "calibrated") {
     const LatencyTables tables = load_latency_tables(spec.tables_dir, gpu.name);
+    const PagedBlockTerm block =
+        term ? PagedBlockTerm(model, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
     return std::make_unique<CalibratedLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, tables,
-                                                    engine_overhead(spec.tables_dir, spec.engine_kind));
+                                                    engine_overhead(spec.tables_dir, spec.engine_kind), block);
   }
   throw InputError(key + ": unknown model '" + spec.name + "' (known: calibrated, roofline)");
 }

@@ -18,7 +18,17 @@ struct LatencyModelSpec {
   DType kv_dtype = DType::kBf16;
   std::string tables_dir;   // calibrated: the latency tables folder (models/latency)
   std::string engine_kind;  // calibrated: whose per-step overhead (vllm | sglang | trtllm)
+  // The block-size term (paged_block_term.h). block_size 0 or block_cost false: no term.
+  int block_size = 0;
+  // The roofline's reference: the block size the engine resolves by default for this model. The
+  // calibrated model always uses kCalibrationTablesBlockSize.
+  int default_block_size = 0;
+  bool block_cost = true;
 };
+
+// The block size aiconfigurator's vLLM attention collector ran at (collector/vllm/collect_attn.py:
+// block_size = 64), i.e. the block size the calibrated attention tables describe.
+inline constexpr int kCalibrationTablesBlockSize = 64;
 
 // Throws InputError "<key>: unknown model 'x' (known: calibrated, roofline)" for an unknown name, and
 // whatever the chosen model's constructor throws for a model or GPU it cannot price.

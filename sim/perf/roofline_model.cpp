@@ -40,8 +40,8 @@ double weight_peak(const GpuSpec& g, DType w) {
 }  // namespace
 
 RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g, int tp, DType weight_dtype,
-                                           DType kv_dtype)
-    : tp_(tp), step_overhead_(g.step_overhead) {
+                                           DType kv_dtype, PagedBlockTerm block_term)
+    : tp_(tp), step_overhead_(g.step_overhead), block_term_(block_term) {
   const std::string who = "roofline latency model (" + m.name + " on " + g.name + "): ";
   if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
   if (m.params <= 0) throw InputError(who + "model has no parameter count");
@@ -181,7 +181,10 @@ RooflineBreakdown RooflineLatencyModel::breakdown(const BatchShape& b) const {
   r.memory_s = (r.weight_bytes + r.kv_bytes + r.state_bytes) / memory_rate_;
   r.floor_s = floor_s_;
   r.allreduce_s = allreduce_fixed_s_ > 0 ? allreduce_fixed_s_ + allreduce_per_token_s_ * n : 0.0;
-  r.total = duration_from_seconds(std::max(r.compute_s, r.memory_s) + r.floor_s + r.allreduce_s) + step_overhead_;
+  r.block_s = block_term_.seconds(b);
+  const double t = std::max(r.compute_s, r.memory_s) + r.floor_s + r.allreduce_s;
+  // The block term is 0 at the reference block size, which leaves t (and the default runs) untouched.
+  r.total = duration_from_seconds(r.block_s == 0.0 ? t : std::max(0.0, t + r.block_s)) + step_overhead_;
   return r;
 }
 

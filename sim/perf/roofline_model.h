@@ -41,6 +41,7 @@
 #include "sim/model/hardware.h"
 #include "sim/model/model_spec.h"
 #include "sim/perf/i_latency_model.h"
+#include "sim/perf/paged_block_term.h"
 
 namespace kvsim {
 
@@ -65,13 +66,15 @@ struct RooflineBreakdown {
   double memory_s = 0;
   double floor_s = 0;
   double allreduce_s = 0;
+  double block_s = 0;  // PagedBlockTerm: the block size against the reference (0 there)
   Duration total;
 };
 
 class RooflineLatencyModel final : public ILatencyModel {
  public:
   // Throws InputError when the spec or GPU lacks what the model needs (params, peaks, a link for TP).
-  RooflineLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype);
+  RooflineLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
+                       PagedBlockTerm block_term = {});
 
   Duration step_time(const BatchShape& batch) const override;
   std::string name() const override { return "roofline"; }
@@ -107,6 +110,7 @@ class RooflineLatencyModel final : public ILatencyModel {
   double allreduce_fixed_s_ = 0;      // per step, independent of N
   double allreduce_per_token_s_ = 0;  // per token
   Duration step_overhead_;
+  PagedBlockTerm block_term_;
 };
 
 }  // namespace kvsim

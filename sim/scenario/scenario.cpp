@@ -180,6 +180,7 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
 
 const std::set<std::string> kEngineKeys = {"kind",
                                            "block_size",
+                                           "block_size_multiplier",
                                            "max_num_batched_tokens",
                                            "max_num_seqs",
                                            "enable_prefix_caching",
@@ -197,6 +198,7 @@ const std::set<std::string> kEngineKeys = {"kind",
                                            "scheduler_reserve_full_isl",
                                            "tensor_parallel_size",
                                            "latency_model",
+                                           "paged_block_cost",
                                            "mamba_cache_mode",
                                            "prefix_cache_retention_interval",
                                            "shared_prefix_checkpoint",
@@ -215,6 +217,9 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
     const std::string s = r.str(n["block_size"], k("block_size"));
     e.block_size = s == "auto" ? 0 : static_cast<int>(r.integer(n["block_size"], k("block_size"), 1, INT_MAX));
   }
+  if (n["block_size_multiplier"])
+    e.block_size_multiplier =
+        static_cast<int>(r.integer(n["block_size_multiplier"], k("block_size_multiplier"), 1, 1 << 20));
   if (n["max_num_batched_tokens"])
     e.max_num_batched_tokens =
         static_cast<int>(r.integer(n["max_num_batched_tokens"], k("max_num_batched_tokens"), 1, INT_MAX));
@@ -254,6 +259,7 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
     e.tensor_parallel_size =
         static_cast<int>(r.integer(n["tensor_parallel_size"], k("tensor_parallel_size"), 1, INT_MAX));
   if (n["latency_model"]) e.latency_model = r.str(n["latency_model"], k("latency_model"));
+  if (n["paged_block_cost"]) e.paged_block_cost = r.boolean(n["paged_block_cost"], k("paged_block_cost"));
   if (n["mamba_cache_mode"]) {
     e.mamba_cache_mode = r.str(n["mamba_cache_mode"], k("mamba_cache_mode"));
     if (e.mamba_cache_mode != "auto" && e.mamba_cache_mode != "none" && e.mamba_cache_mode != "align" &&

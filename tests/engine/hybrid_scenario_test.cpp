@@ -123,5 +123,38 @@ TEST(HybridScenario, PrefixMatchUnitLetsChatTurnsResumeAtThePreviousPromptEnd) {
             off.summary.prefix_cache.lost_tokens_by_cause[no_state]);
 }
 
+TEST(HybridScenario, BlockSizeMultiplierScalesTheRuleBlock) {
+  const std::string qwen = "scenarios/hybrid/qwen35-4b-1600-later.yaml";
+  // vLLM's rule gives 528 (= 16 x 33) for Qwen3.5-4B; the multiplier takes whole multiples of it.
+  EXPECT_EQ(resolved(qwen, {}).layout.block_size, 528);
+  EXPECT_EQ(resolved(qwen, {}).default_block_size, 528);
+  const EngineConfig twice = resolved(qwen, {"engine.block_size_multiplier=2"});
+  EXPECT_EQ(twice.layout.block_size, 2 * 528);
+  EXPECT_EQ(twice.default_block_size, 528);  // the roofline's reference stays the rule's block
+  EXPECT_EQ(resolved(qwen, {"engine.block_size_multiplier=1"}).layout.block_size, 528);
+  // The unit still has to divide the block: 16 divides 1056; 1056 divides 2112 but not 1584.
+  EXPECT_EQ(resolved(qwen, {"engine.block_size_multiplier=4", "engine.prefix_match_unit=1056"}).prefix_match_unit,
+            1056);
+  EXPECT_THROW(resolved(qwen, {"engine.block_size_multiplier=3", "engine.prefix_match_unit=1056"}), InputError);
+  // A dense model: 16 x 4 = 64.
+  const EngineConfig dense = resolved("scenarios/quickstart.yaml", {"engine.block_size_multiplier=4"});
+  EXPECT_EQ(dense.layout.block_size, 64);
+  EXPECT_EQ(dense.default_block_size, 16);
+  try {
+    load_scenario(qwen, {"engine.block_size_multiplier=0"});
+    ADD_FAILURE() << "multiplier 0 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("engine.block_size_multiplier"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("qwen35-4b-1600-later.yaml"), std::string::npos) << e.what();
+  }
+  // Past 2^24 tokens a block: refused at resolution, naming the key.
+  try {
+    resolved(qwen, {"engine.block_size_multiplier=40000"});
+    ADD_FAILURE() << "a block of 528 x 40000 tokens accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("engine.block_size_multiplier"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace kvsim
