@@ -5,8 +5,8 @@
 // 8 prefill TP8 instances on nodes 0-7 and 8 decode TP8 instances on nodes 8-15; every transfer is one
 // flow per rank pair (8 flows). Transfer k goes from prefill instance k % 8 to decode instance
 // (3k + 1) % 8, one every 50 us, 18-130 MB per transfer (about 2/3 of the prefill NICs' 2.24 TB/s), so
-// flows overlap and share NIC links. range(0) = 0: rank r -> rank r (same rail, leaf only); 1: rank r -> rank (r + 1)
-// % 8 (cross-rail, over the spines with ECMP).
+// flows overlap and share NIC links. range(0) = 0: rank r -> rank r (same rail, leaf only);
+// 1: rank r -> rank (r + 1) % 8 (cross-rail, over the spines with ECMP: one component spans them all).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
