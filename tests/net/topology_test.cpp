@@ -47,12 +47,31 @@ TEST(Topology, LinkCapacityIsAchievedFractionOfLineRateTimesScale) {
   EXPECT_DOUBLE_EQ(t.link(p->links[0]).capacity, 360e9);
   auto cross = t.route(0, t.num_gpus() - 1, 0);  // node0/gpu0 -> node1/gpu7: through a spine
   ASSERT_TRUE(cross.has_value());
+  int uplinks = 0;
   for (int l : cross->links) {
     if (t.link(l).name.rfind("leaf0->spine", 0) == 0) {
+      ++uplinks;
       EXPECT_DOUBLE_EQ(t.link(l).capacity, 0.25 * 0.7 * 50e9);
     }
   }
+  EXPECT_EQ(uplinks, 1);
   EXPECT_EQ(t.num_links() % 2, 0);  // every full-duplex link is two directed links
+}
+
+// 16 nodes, 8 spines, 2:1 oversubscribed: a leaf's 16 ports down face 8 fabric ports up, one per
+// spine: scale 16 / (8 x 2) = 1, so a leaf-spine link is one IB NDR port, 0.7 x 50 GB/s = 35 GB/s.
+TEST(Topology, OversubscriptionDividesLeafUplinks) {
+  const Topology t =
+      Topology::build(leaf_spine(16, "nvlink4", "pcie5-x16", "ib-ndr", "ib-ndr", 2.0), bundled_catalog());
+  const int leaf = *t.find_vertex("leaf3"), spine = *t.find_vertex("spine5");
+  int found = 0;
+  for (int l = 0; l < t.num_links(); ++l) {
+    if (t.link(l).from == leaf && t.link(l).to == spine) {
+      ++found;
+      EXPECT_DOUBLE_EQ(t.link(l).capacity, 35e9);
+    }
+  }
+  EXPECT_EQ(found, 1);
 }
 
 TEST(Topology, RouteWithinNodeGoesOverNvlinkNotTheNic) {
