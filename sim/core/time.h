@@ -10,6 +10,7 @@ namespace kvsim {
 class Duration {
  public:
   constexpr Duration() = default;
+  static constexpr Duration zero() { return Duration(0); }
   static constexpr Duration ns(int64_t v) { return Duration(v); }
   static constexpr Duration us(int64_t v) { return Duration(v * 1000); }
   static constexpr Duration ms(int64_t v) { return Duration(v * 1000000); }
