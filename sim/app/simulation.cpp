@@ -259,9 +259,21 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
         sides.prefill_kv = resolve_kv_dtype(res.model, pp.engine.kv_cache_dtype, s.path + ": " + pp.key + ".engine");
         sides.decode_kv = resolve_kv_dtype(res.model, dp.engine.kv_cache_dtype, s.path + ": " + dp.key + ".engine");
         sides.hybrid_hetero_tp = disagg.settings.hybrid_hetero_tp;
+        // Every prefill rank must reach the decode ranks it may be read by.
+        for (int pk = 0; pk < pp.instances; ++pk)
+          for (int dk = 0; dk < dp.instances; ++dk) {
+            const int pi_id = res.pools[pi].info.first_instance + pk, di_id = res.pools[di].info.first_instance + dk;
+            for (int src : disagg.instance_gpus[static_cast<size_t>(pi_id)])
+              for (int dst : disagg.instance_gpus[static_cast<size_t>(di_id)])
+                if (topology->hops(src, dst) < 0)
+                  throw InputError(s.path + ": cluster.topology: no path in '" + topology->name() + "' from " +
+                                   topology->gpu_name(src) + " (pool " + pp.name + ") to " + topology->gpu_name(dst) +
+                                   " (pool " + dp.name + ")");
+          }
         try {
-          disagg.transfer.emplace(std::make_pair(static_cast<int>(pi), static_cast<int>(di)),
-                                  KvTransferModel(res.model, resolve_state_dtypes(res.model, dp.engine.state_dtype), sides));
+          disagg.transfer.emplace(
+              std::make_pair(static_cast<int>(pi), static_cast<int>(di)),
+              KvTransferModel(res.model, resolve_state_dtypes(res.model, dp.engine.state_dtype), sides));
         } catch (const InputError& e) {
           throw InputError(s.path + ": cluster.pools: " + pp.name + " -> " + dp.name + ": " + e.what());
         }

@@ -173,17 +173,16 @@ void Cluster::on_delayed_submit() {
 void Cluster::set_disaggregation(const DisaggregationSetup* setup) {
   disagg_ = setup;
   KVSIM_CHECK(setup->network != nullptr, "disaggregation without a network");
-  KVSIM_CHECK(setup->instance_gpus.size() == instances_.size(), "GPU placement for " << setup->instance_gpus.size()
-                                                                                     << " of " << instances_.size()
-                                                                                     << " instances");
+  KVSIM_CHECK(setup->instance_gpus.size() == instances_.size(),
+              "GPU placement for " << setup->instance_gpus.size() << " of " << instances_.size() << " instances");
   candidates_.clear();
   prefill_candidates_.clear();
   for (size_t i = 0; i < instances_.size(); ++i) {
     const int id = static_cast<int>(i);
     EngineInstance& e = *instances_[i];
     const std::string& role = setup->pool_roles.at(static_cast<size_t>(e.config().pool));
-    KVSIM_CHECK(role == "prefill" || role == "decode", "instance " << i << " of role " << role
-                                                                   << " in a disaggregated cluster");
+    KVSIM_CHECK(role == "prefill" || role == "decode",
+                "instance " << i << " of role " << role << " in a disaggregated cluster");
     if (role == "prefill") {
       prefill_candidates_.push_back(id);
       e.set_on_first_token([this, id](RequestId rid) { router_->on_first_token(prefill_stage(rid), id); });
@@ -341,7 +340,8 @@ void Cluster::on_link_sample() {
       arrival_sink_->on_link_sample(LinkSample{ctx_.now(), l, rate, rate / topo.link(l).capacity});
     }
   }
-  if (submitted_ > done_) schedule_link_sample(ctx_.now() + duration_from_seconds(disagg_->settings.utilisation_interval_s));
+  if (submitted_ > done_)
+    schedule_link_sample(ctx_.now() + duration_from_seconds(disagg_->settings.utilisation_interval_s));
 }
 
 void Cluster::on_done(int instance, RequestId id) {

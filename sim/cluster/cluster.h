@@ -20,9 +20,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <unordered_map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/cluster/disagg_settings.h"
@@ -51,9 +51,9 @@ class FlowNetwork;
 //    blocks and the decode instance computes the last prompt token and samples the client's first token.
 struct DisaggregationSetup {
   DisaggSettings settings;
-  FlowNetwork* network = nullptr;               // not owned
-  std::vector<std::vector<int>> instance_gpus;  // per instance: the topology GPU of each TP rank
-  std::vector<std::string> pool_roles;          // per pool: "colocated" | "prefill" | "decode"
+  FlowNetwork* network = nullptr;                           // not owned
+  std::vector<std::vector<int>> instance_gpus;              // per instance: the topology GPU of each TP rank
+  std::vector<std::string> pool_roles;                      // per pool: "colocated" | "prefill" | "decode"
   std::map<std::pair<int, int>, KvTransferModel> transfer;  // per (prefill pool, decode pool)
 };
 

@@ -31,8 +31,7 @@ KvTransferModel::KvTransferModel(const ModelSpec& spec, const StateDtypes& dt, c
   if (sides.prefill_kv != sides.decode_kv)
     throw InputError("the prefill and decode pools use different KV cache dtypes (" + dtype_name(sides.prefill_kv) +
                      " vs " + dtype_name(sides.decode_kv) +
-                     "): vLLM's NIXL connector needs the same cache_dtype on both sides")
-  ;
+                     "): vLLM's NIXL connector needs the same cache_dtype on both sides");
   if (sides.prefill_block_size > sides.decode_block_size)
     throw InputError("the prefill block size " + std::to_string(sides.prefill_block_size) +
                      " is larger than the decode block size " + std::to_string(sides.decode_block_size) +

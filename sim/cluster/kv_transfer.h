@@ -59,9 +59,9 @@ class KvTransferModel {
  private:
   // Bytes per pulled token (or per request for the state), per (dst_rank, src_rank) pair.
   struct Coef {
-    double full = 0;                                 // full attention and MLA layers, per token
-    std::vector<std::pair<int, double>> windowed;    // (window, per token) for sliding-window layers
-    double state = 0;                                // per request
+    double full = 0;                               // full attention and MLA layers, per token
+    std::vector<std::pair<int, double>> windowed;  // (window, per token) for sliding-window layers
+    double state = 0;                              // per request
     int64_t full_desc_per_block = 0, window_desc_per_block = 0, state_desc = 0;
   };
   Coef& coef(int dst, int src) { return coefs_[static_cast<size_t>(dst * sides_.prefill_tp + src)]; }

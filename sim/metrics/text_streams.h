@@ -75,6 +75,12 @@ class TeeStream final : public IRunStream {
   void write_samples(const TimeSeries& series, const InstanceSeries& per_instance) override {
     for (IRunStream* s : streams_) s->write_samples(series, per_instance);
   }
+  void write_transfers(const std::vector<TransferRecord>& rows) override {
+    for (IRunStream* s : streams_) s->write_transfers(rows);
+  }
+  void write_link_samples(const std::vector<LinkSample>& rows) override {
+    for (IRunStream* s : streams_) s->write_link_samples(rows);
+  }
 
  private:
   std::vector<IRunStream*> streams_;  // not owned

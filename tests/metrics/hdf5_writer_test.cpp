@@ -104,7 +104,10 @@ TEST(Hdf5Writer, DatasetsAndMetaReadBack) {
   EXPECT_EQ(rd.read_string_attribute("/summary", "json"), summary_to_json(s, {.include_wall_time = false}));
   EXPECT_DOUBLE_EQ(rd.read_double_attribute("/summary", "ttft_p50_ms"), 50.0);
   EXPECT_TRUE(rd.exists("/steps/end_s"));
-  EXPECT_FALSE(rd.exists("/transfers/bytes"));
+  // /transfers is always there, empty without disaggregation.
+  EXPECT_TRUE(rd.exists("/transfers/bytes"));
+  EXPECT_TRUE(rd.read_ints("/transfers/bytes").empty());
+  EXPECT_FALSE(rd.exists("/nope"));
   EXPECT_THROW(rd.read_doubles("/requests/nope"), OutputError);
   fs::remove_all(dir);
 }

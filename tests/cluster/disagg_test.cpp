@@ -1,0 +1,228 @@
+// Disaggregated prefill and decode end to end (issue 11): the NIXL flow's invariants, bytes against
+// the hand count, the TTFT parts, determinism, deciders, and the bad input a user can write.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/app/simulation.h"
+#include "sim/core/errors.h"
+#include "sim/metrics/hdf5_writer.h"
+#include "sim/metrics/summary.h"
+#include "sim/scenario/scenario.h"
+#include "tests/app/cli_runner.h"
+
+namespace kvsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Qwen3-8B, 12 requests of 300 unique prompt tokens (19 blocks of 16 = 304 tokens' pages).
+const std::string kBase = R"(
+model: models/qwen3-8b.json
+gpu: h100-sxm
+seed: 5
+engine: {block_size: 16, max_num_seqs: 64}
+workload:
+  synthetic: {kind: poisson, rate: 20, num_requests: 12, input_tokens: 300, output_tokens: 20}
+)";
+
+std::string cluster(const std::string& extra = "", const std::string& topology = "hgx-h100-1node") {
+  return kBase + "cluster:\n  topology: " + topology +
+         "\n  pools:\n    - {name: p, role: prefill, instances: 1}\n    - {name: d, role: decode, instances: 1}\n" +
+         extra;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    run_simulation(parse_scenario(text, "d.yaml"));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// 36 layers x 8 KV heads x 128 x (K, V) x 2 B.
+constexpr int64_t kQwen3PerToken = 36 * 8 * 128 * 2 * 2;
+
+TEST(Disagg, EveryRequestIsPrefilledRemotelyAndItsBytesMatchTheHandCount) {
+  const SimulationResult r = run_simulation(parse_scenario(cluster("  disaggregation: {decider: always}\n"), "d.yaml"));
+  const RunSummary& s = r.summary;
+  EXPECT_EQ(s.requests.finished, 12);
+  ASSERT_TRUE(s.disaggregation.present);
+  EXPECT_EQ(s.disaggregation.requests, 12);
+  EXPECT_EQ(s.disaggregation.flows, 12);  // TP1 -> TP1: one flow per request
+  // Unique prompts: nothing local on the decode side; 19 blocks of 16 tokens each.
+  EXPECT_DOUBLE_EQ(s.disaggregation.bytes, 12.0 * kQwen3PerToken * 19 * 16);
+  int64_t record_bytes = 0, flow_bytes = 0;
+  for (const RequestRow& row : r.collector->requests()) {
+    EXPECT_EQ(row.prefill_instance, 0);
+    EXPECT_EQ(row.instance, 1);
+    EXPECT_EQ(row.output_tokens, 20);
+    record_bytes += row.transfer_bytes;
+    // Prefill ends, then the pull, then the decode side computes the last prompt token.
+    EXPECT_LE(row.prefill_done, row.transfer_start);
+    EXPECT_LT(row.transfer_start, row.transfer_end);
+    EXPECT_LE(row.transfer_end, row.decode_scheduled);
+    EXPECT_LT(row.decode_scheduled, row.first_token);
+  }
+  for (const TransferRecord& t : r.collector->transfers()) flow_bytes += t.bytes;
+  EXPECT_EQ(record_bytes, flow_bytes);  // bytes sent = bytes received
+  EXPECT_EQ(flow_bytes, 12 * kQwen3PerToken * 19 * 16);
+  // The parts of TTFT add up to TTFT (means over the same requests).
+  const auto& d = s.disaggregation;
+  const double parts = d.router_ms.mean + d.prefill_queue_ms.mean + d.prefill_ms.mean + d.decode_queue_ms.mean +
+                       d.pull_ms.mean + d.first_decode_step_ms.mean;
+  EXPECT_NEAR(parts, s.ttft_ms.mean, 1e-6 * s.ttft_ms.mean);
+  // NVLink 4 inside the node: 2 hops (GPU -> NVSwitch -> GPU), 5 us + S / (0.8 x 450 GB/s)
+  // (latency-model.md 4.1: 5 us + S / 360 GB/s); S = 304 x 147,456 B = 44,826,624 B: 129.52 us.
+  for (const TransferRecord& t : r.collector->transfers()) EXPECT_EQ(t.hops, 2);
+  EXPECT_NEAR(d.pull_ms.p50, (5e-6 + 44'826'624 / 360e9) * 1e3, 1e-5);
+  // The busiest link carried every byte once.
+  ASSERT_FALSE(d.links.empty());
+  EXPECT_DOUBLE_EQ(d.links.front().bytes, 12.0 * kQwen3PerToken * 19 * 16);
+}
+
+TEST(Disagg, SameSeedSameBytes) {
+  const std::string text = cluster("  disaggregation: {decider: always}\n", "hgx-h100-2node-ib-ndr");
+  const SimulationResult a = run_simulation(parse_scenario(text, "d.yaml"));
+  const SimulationResult b = run_simulation(parse_scenario(text, "d.yaml"));
+  EXPECT_EQ(a.fingerprint, b.fingerprint);
+  SummaryJsonOptions o;
+  o.include_wall_time = false;
+  EXPECT_EQ(summary_to_json(a.summary, o), summary_to_json(b.summary, o));
+}
+
+TEST(Disagg, DecidersNeverAndLlmDThreshold) {
+  const SimulationResult never =
+      run_simulation(parse_scenario(cluster("  disaggregation: {decider: never}\n"), "d.yaml"));
+  EXPECT_EQ(never.summary.disaggregation.requests, 0);
+  EXPECT_EQ(never.summary.disaggregation.flows, 0);
+  EXPECT_EQ(never.summary.requests.finished, 12);
+  // llm-d: disaggregate iff uncached tokens >= threshold; 300 uncached tokens, threshold 301: never.
+  const SimulationResult high =
+      run_simulation(parse_scenario(cluster("  disaggregation: {decider: llm_d, threshold: 301}\n"), "d.yaml"));
+  EXPECT_EQ(high.summary.disaggregation.requests, 0);
+  const SimulationResult low =
+      run_simulation(parse_scenario(cluster("  disaggregation: {decider: llm_d, threshold: 300}\n"), "d.yaml"));
+  EXPECT_EQ(low.summary.disaggregation.requests, 12);
+}
+
+TEST(Disagg, CrossNodePullGoesOverTheNicRail) {
+  // hgx-h100-2node-ib-ndr packs the prefill instance on node0/gpu0 and the decode instance on
+  // node0/gpu1 (same node, NVLink) unless placed: put the decode instance on the other node.
+  const std::string text = kBase +
+                           "cluster:\n  topology: hgx-h100-2node-ib-ndr\n  pools:\n"
+                           "    - {name: p, role: prefill, instances: 1, placement: [node0/gpu0]}\n"
+                           "    - {name: d, role: decode, instances: 1, placement: [node1/gpu0]}\n"
+                           "  disaggregation: {decider: always}\n";
+  const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
+  ASSERT_EQ(r.collector->transfers().size(), 12u);
+  // GPU -> PCIe switch -> NIC -> leaf 0 -> NIC -> PCIe switch -> GPU: the same rail, no spine.
+  for (const TransferRecord& t : r.collector->transfers()) EXPECT_GT(t.hops, 2);
+  // IB NDR at 35 GB/s (0.7 x 50 GB/s): 44.8 MB take at least 1.28 ms.
+  const double bytes = static_cast<double>(kQwen3PerToken) * 304;
+  EXPECT_GT(r.summary.disaggregation.pull_ms.p50, bytes / 35e9 * 1e3);
+}
+
+TEST(Disagg, MlaTp8PullsTheLatentOncePerDecodeRank) {
+  // DeepSeek-V3 on 8 x H200 each side (two nodes): 61 x 576 x 2 B = 70,272 B per token per rank.
+  const std::string text = R"(
+model: models/deepseek-v3.json
+gpu: h200
+seed: 1
+engine: {block_size: 64, tensor_parallel_size: 8, max_num_seqs: 16}
+workload:
+  synthetic: {kind: poisson, rate: 2, num_requests: 3, input_tokens: 1000, output_tokens: 4}
+cluster:
+  topology: hgx-h100-2node-ib-ndr
+  pools:
+    - {name: p, role: prefill, instances: 1}
+    - {name: d, role: decode, instances: 1}
+  disaggregation: {decider: always}
+)";
+  const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
+  EXPECT_EQ(r.summary.disaggregation.flows, 3 * 8);
+  // 1000 tokens in 16 blocks of 64 = 1,024 tokens' pages, read whole by each of 8 decode ranks.
+  EXPECT_DOUBLE_EQ(r.summary.disaggregation.bytes, 3.0 * 8 * 70'272 * 1024);
+}
+
+TEST(Disagg, BadInputNamesTheFileAndKey) {
+  const std::string two = "  disaggregation: {decider: always}\n";
+  struct Case {
+    std::string text;
+    std::string needle;
+  } cases[] = {
+      {kBase + "cluster:\n  pools:\n    - {name: p, role: prefill, instances: 1}\n    - {name: d, role: decode, "
+               "instances: 1}\n",
+       "d.yaml: cluster.topology: missing"},
+      {kBase + "cluster:\n  topology: hgx-h100-1node\n  pools: [{name: d, role: decode, instances: 1}]\n",
+       "d.yaml: cluster.pools: decode pools need a prefill pool"},
+      {cluster(two, "no-such-topology"), "d.yaml: cluster.topology: no topology 'no-such-topology'"},
+      {kBase + "cluster:\n  topology: hgx-h100-1node\n  pools:\n"
+               "    - {name: p, role: prefill, instances: 1, placement: [node5/gpu0]}\n"
+               "    - {name: d, role: decode, instances: 1}\n",
+       "d.yaml: cluster.pools[0].placement[0]: topology 'hgx-h100-1node' has no GPU 'node5/gpu0'"},
+      {kBase + "cluster:\n  topology: hgx-h100-1node\n  pools:\n"
+               "    - {name: p, role: prefill, instances: 1, placement: [node0/gpu0, node0/gpu1]}\n"
+               "    - {name: d, role: decode, instances: 1}\n",
+       "d.yaml: cluster.pools[0].placement: lists 2 GPUs; 1 instances x TP 1 need 1"},
+      {kBase + "cluster:\n  topology: hgx-h100-1node\n  pools:\n"
+               "    - {name: p, role: prefill, instances: 8}\n    - {name: d, role: decode, instances: 1}\n",
+       "d.yaml: cluster.pools[1]: topology 'hgx-h100-1node' has no room for instance 0"},
+      {cluster("  disaggregation: {decider: sometimes}\n"), "d.yaml: cluster.disaggregation.decider: unknown decider"},
+      {kBase + "cluster:\n  topology: hgx-h100-1node\n  pools:\n    - {name: p, role: prefill, instances: 1}\n"
+               "    - {name: d, role: decode, instances: 1, engine: {kv_cache_dtype: fp8}}\n",
+       "d.yaml: cluster.pools: p -> d: the prefill and decode pools use different KV cache dtypes"},
+      {kBase + "cluster:\n  topology: hgx-h100-1node\n  pools:\n"
+               "    - {name: p, role: prefill, instances: 1, engine: {block_size: 32}}\n"
+               "    - {name: d, role: decode, instances: 1}\n",
+       "d.yaml: cluster.pools: p -> d: the prefill block size 32 is larger than the decode block size 16"},
+      {kBase + "cluster:\n  pools: [{name: a, instances: 1}]\n  disaggregation: {decider: always}\n",
+       "d.yaml: cluster.disaggregation: only for a cluster with prefill and decode pools"},
+      {kBase + "cluster:\n  topology: hgx-h100-1node\n  pools:\n    - {name: p, role: prefill, instances: 1}\n"
+               "    - {name: c, role: colocated, instances: 1}\n    - {name: d, role: decode, instances: 1}\n",
+       "d.yaml: cluster.pools[1].role: a cluster with prefill and decode pools cannot also have colocated pools"},
+  };
+  for (const Case& c : cases) {
+    const std::string e = error_of(c.text);
+    EXPECT_NE(e.find(c.needle), std::string::npos) << "expected '" << c.needle << "' in '" << e << "'";
+  }
+}
+
+TEST(Disagg, TopologyErrorsAndUnreachablePairsExitTwoWithOneLine) {
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_disagg_cli_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  // Two GPUs joined by a link type the catalog lacks.
+  std::ofstream(dir / "badlink.yaml") << "kind: topology\nvertices:\n  - {name: node0/gpu0, kind: gpu, node: 0}\n"
+                                         "  - {name: node0/gpu1, kind: gpu, node: 0}\nlinks:\n"
+                                         "  - {from: node0/gpu0, to: node0/gpu1, type: nvlink9}\n";
+  // Two islands: GPUs 0-1 and 2-3 never meet.
+  std::ofstream(dir / "islands.yaml") << "kind: topology\nvertices:\n  - {name: node0/gpu0, kind: gpu, node: 0}\n"
+                                         "  - {name: node0/gpu1, kind: gpu, node: 0}\n"
+                                         "  - {name: node1/gpu0, kind: gpu, node: 1}\n"
+                                         "  - {name: node1/gpu1, kind: gpu, node: 1}\nlinks:\n"
+                                         "  - {from: node0/gpu0, to: node0/gpu1, type: nvlink4}\n"
+                                         "  - {from: node1/gpu0, to: node1/gpu1, type: nvlink4}\n";
+  const auto scenario = [&](const std::string& name, const std::string& topo, const std::string& placement) {
+    std::ofstream(dir / name) << kBase << "cluster:\n  topology: " << (dir / topo).string()
+                              << "\n  pools:\n    - {name: p, role: prefill, instances: 1" << placement
+                              << "}\n    - {name: d, role: decode, instances: 1}\n";
+    return (dir / name).string();
+  };
+  const testing::CliResult bad_link = testing::run_kvsim("run " + scenario("a.yaml", "badlink.yaml", ""));
+  EXPECT_EQ(bad_link.exit_code, 2) << bad_link.out;
+  EXPECT_EQ(testing::count_lines(bad_link.out), 1) << bad_link.out;
+  EXPECT_NE(bad_link.out.find("badlink.yaml: links[0].type"), std::string::npos) << bad_link.out;
+  EXPECT_NE(bad_link.out.find("nvlink9"), std::string::npos) << bad_link.out;
+  const testing::CliResult no_path =
+      testing::run_kvsim("run " + scenario("b.yaml", "islands.yaml", ", placement: [node1/gpu0]"));
+  EXPECT_EQ(no_path.exit_code, 2) << no_path.out;
+  EXPECT_EQ(testing::count_lines(no_path.out), 1) << no_path.out;
+  EXPECT_NE(no_path.out.find("b.yaml: cluster.topology: no path in"), std::string::npos) << no_path.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kvsim
