@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "sim/core/errors.h"
 #include "sim/metrics/records.h"
@@ -46,6 +47,13 @@ std::vector<std::pair<std::string, double>> sweep_figures(const RunSummary& s) {
                                                               static_cast<double>(s.kv_blocks.total)
                                                         : 0.0);
   f.emplace_back("kv_blocks_total", static_cast<double>(s.kv_blocks.total));
+  // Disaggregated points (0 / NaN elsewhere).
+  const auto& d = s.disaggregation;
+  f.emplace_back("disaggregated_requests", static_cast<double>(d.requests));
+  f.emplace_back("transfer_bytes", d.bytes);
+  add_distribution(f, "transfer_ms", d.transfer_ms);
+  f.emplace_back("busiest_link_mean_utilisation",
+                 d.links.empty() ? std::numeric_limits<double>::quiet_NaN() : d.links.front().mean_utilisation);
   f.emplace_back("events", static_cast<double>(s.sim.events));
   return f;
 }
