@@ -201,8 +201,6 @@ void EngineInstance::on_step_done() {
     totals_.requested_tokens_finished += r.max_output;
     totals_.prompt_tokens += r.prompt_tokens;
     totals_.cached_tokens += std::max<int64_t>(r.num_cached_tokens, 0);
-    totals_.prefix_queries_blocks += r.record.prefix_queries_blocks;
-    totals_.prefix_hits_blocks += r.record.prefix_hits_blocks;
     sink_.on_request_done(r.record);
   }
   scheduler_.compact_running();

@@ -183,6 +183,23 @@ int64_t Scheduler::align_split(const EngineRequest& r, int64_t start, int64_t n)
   return std::max<int64_t>(end - start, 0);
 }
 
+void Scheduler::record_prefix_stats(EngineRequest& r, int64_t hit_tokens) const {
+  // vLLM Scheduler.schedule: "Record at admission so unscheduled lookups are not counted":
+  // KVCacheManager.record_prefix_cache_stats(request, num_new_local_computed_tokens) after
+  // allocate_slots succeeded; PrefixCacheStats.record(num_tokens=request.num_tokens, num_hits,
+  // preempted=request.num_preemptions > 0) (vllm/v1/metrics/stats.py).
+  RequestRecord& rec = r.record;
+  if (rec.preemptions > 0) {
+    rec.preempted_queries += r.num_tokens;
+    rec.preempted_hits += hit_tokens;
+    return;
+  }
+  rec.prefix_queries += r.num_tokens;
+  rec.prefix_hits += hit_tokens;
+  rec.prefix_queries_blocks += r.num_tokens / kv_.block_size();
+  rec.prefix_hits_blocks += hit_tokens / kv_.block_size();
+}
+
 void Scheduler::attribute_miss(EngineRequest& r, int64_t cached, int64_t attention) {
   if (kv_.has_state()) {
     // Hybrid: the attention side could back `avail` tokens (its match; state-only models: the prefix
@@ -319,12 +336,8 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
     const int slot = waiting_front();
     EngineRequest& r = request(slot);
     KVSIM_CHECK(r.num_computed == 0, "waiting request with computed tokens");
-    // vLLM get_computed_blocks: lookup capped at num_tokens - 1; stats counted at every lookup.
+    // vLLM get_computed_blocks: lookup capped at num_tokens - 1 (its stats are recorded at admission).
     kv_.find_longest_cache_hit(r.hasher.hashes(), r.num_tokens - 1, hit_, r.hasher.fine_hashes());
-    if (config_.enable_prefix_caching) {
-      r.record.prefix_queries_blocks += r.num_tokens / kv_.block_size();
-      r.record.prefix_hits_blocks += hit_.num_tokens / kv_.block_size();
-    }
     if (kv_.has_state() && config_.enable_prefix_caching) {
       // vLLM get_computed_blocks: shared_prefix_boundary = hit + num_uncached_common_prefix_tokens.
       const int64_t uncached = hit_.attention_tokens - hit_.num_tokens;
@@ -344,6 +357,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
     const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
     const int64_t full = config_.scheduler_reserve_full_isl ? r.num_tokens : 0;
     if (!kv_.allocate_slots(slot, 0, n, &hit_, full, reserve)) break;
+    if (config_.enable_prefix_caching) record_prefix_stats(r, hit_.num_tokens);
     waiting_pop_front();
     running_.push_back(slot);
     r.status = RequestStatus::kRunning;

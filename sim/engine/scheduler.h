@@ -8,7 +8,8 @@
 //    the running loop ends (`break`), later running requests wait for the next step.
 //  - WAITING requests only if nothing was preempted this step: stop at max_num_seqs or an empty budget;
 //    prefix lookup when num_computed == 0; admission needs the whole sequence to fit
-//    (scheduler_reserve_full_isl); a failed allocation ends admission (`break`).
+//    (scheduler_reserve_full_isl); a failed allocation ends admission (`break`). vLLM's prefix-cache
+//    stats are recorded only when the allocation succeeded (record_prefix_stats).
 //  - Hashes are registered at schedule time (cache_blocks up to min(computed + new, num_tokens)).
 //  - Hybrids in mamba_cache_mode "align": every prefill chunk goes through align_split()
 //    (vLLM _mamba_block_aligned_split); a chunk cut to 0 tokens skips a running request (`continue`)
@@ -101,6 +102,8 @@ class Scheduler {
   void preempt_alone(int slot, SchedulerOutput& out);
   void admit_lookup(EngineRequest& r);
   void register_blocks(int slot, int64_t num_tokens);
+  // vLLM's prefix-cache stats of one successful admission (RequestRecord::prefix_queries etc.).
+  void record_prefix_stats(EngineRequest& r, int64_t hit_tokens) const;
   void attribute_miss(EngineRequest& r, int64_t cached_tokens, int64_t attention_tokens);
   // vLLM Scheduler._mamba_block_aligned_split: tokens to schedule for `r` starting at `start` when
   // `n` would fit, so that states land on block boundaries.

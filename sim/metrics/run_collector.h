@@ -57,6 +57,10 @@ struct RequestRow {
   int64_t matched_tokens = 0;
   int64_t cached_tokens = 0;
   int64_t lost_tokens = 0;
+  int64_t prefix_queries = 0;  // tokens (RequestRecord)
+  int64_t prefix_hits = 0;
+  int64_t preempted_queries = 0;
+  int64_t preempted_hits = 0;
   int64_t prefix_queries_blocks = 0;
   int64_t prefix_hits_blocks = 0;
   MissCause cause = MissCause::kNone;

@@ -217,6 +217,12 @@ std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& optio
     w.number("token_hit_rate", p.token_hit_rate);
     w.integer("queries", p.queries);
     w.integer("hits", p.hits);
+    w.number("hit_rate", p.hit_rate);
+    w.integer("preempted_queries", p.preempted_queries);
+    w.integer("preempted_hits", p.preempted_hits);
+    w.number("preempted_hit_rate", p.preempted_hit_rate);
+    w.integer("queries_blocks", p.queries_blocks);
+    w.integer("hits_blocks", p.hits_blocks);
     w.number("block_hit_rate", p.block_hit_rate);
     w.integer("hit_requests", p.hit_requests);
     JsonObjectWriter lost(w.child_indent());
@@ -274,9 +280,14 @@ std::string summary_to_text(const RunSummary& s) {
   row("queue", s.queue_ms);
   os << "throughput   " << fmt(s.throughput.requests_per_s, 3) << " req/s, " << fmt(s.throughput.output_tokens_per_s, 1)
      << " output tok/s over " << fmt(s.throughput.duration_s, 3) << " s\n";
-  os << "prefix cache " << fmt(100.0 * s.prefix_cache.token_hit_rate, 2) << "% tokens (" << s.prefix_cache.hit_tokens
-     << "/" << s.prefix_cache.prompt_tokens << "), " << fmt(100.0 * s.prefix_cache.block_hit_rate, 2) << "% blocks, "
-     << s.prefix_cache.hit_requests << " requests hit\n";
+  const auto& pc = s.prefix_cache;
+  os << "prefix cache " << fmt(100.0 * pc.token_hit_rate, 2) << "% tokens (" << pc.hit_tokens << "/" << pc.prompt_tokens
+     << "), vLLM hit rate " << fmt(100.0 * pc.hit_rate, 2) << "% (" << pc.hits << "/" << pc.queries
+     << " queried tokens), " << fmt(100.0 * pc.block_hit_rate, 2) << "% blocks, " << pc.hit_requests
+     << " requests hit\n";
+  if (pc.preempted_queries > 0)
+    os << "preempted    re-admissions hit " << pc.preempted_hits << "/" << pc.preempted_queries
+       << " tokens (own recompute; vLLM preempted_hits / preempted_queries, not in the rates above)\n";
   std::string lost;
   for (int c = 0; c < kNumMissCauses; ++c) {
     const int64_t n = s.prefix_cache.lost_tokens_by_cause[static_cast<size_t>(c)];

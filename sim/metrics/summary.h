@@ -1,6 +1,6 @@
 #pragma once
 // RunSummary: the figures printed at the end of a run and stored in /summary of the run file.
-// Names follow vLLM's metrics where one exists (prefix_cache_queries / prefix_cache_hits in blocks).
+// Names follow vLLM's metrics where one exists (prefix_cache queries / hits in tokens, as vLLM's).
 //
 // JSON schema (fixed key order; numbers through json_number; NaN, e.g. a percentile of an empty
 // distribution, is written as null):
@@ -10,8 +10,10 @@
 //   "ttft_ms" | "tpot_ms" | "itl_ms" | "e2e_ms" | "queue_ms": {"count", "mean", "p50", "p90", "p95", "p99",
 //                                                            "p99_9", "stddev"},
 //   "throughput": {"duration_s", "requests_per_s", "output_tokens_per_s"},
-//   "prefix_cache": {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits",
-//                    "block_hit_rate", "hit_requests", "lost_tokens_by_cause": {<miss_cause_name>: n}},
+//   "prefix_cache": {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits", "hit_rate",
+//                    "preempted_queries", "preempted_hits", "preempted_hit_rate", "queries_blocks",
+//                    "hits_blocks", "block_hit_rate", "hit_requests",
+//                    "lost_tokens_by_cause": {<miss_cause_name>: n}},
 //   "concurrency": {"peak", "mean"},
 //   "preemptions": n,
 //   "kv_blocks": {"total", "peak_used"},
@@ -95,12 +97,21 @@ struct RunSummary {
 
   struct PrefixCache {
     int64_t prompt_tokens = 0;
-    int64_t hit_tokens = 0;                                      // sum of cached_tokens
-    double token_hit_rate = 0;                                   // hit_tokens / prompt_tokens (0 when no prompt tokens)
-    int64_t queries = 0;                                         // vLLM prefix_cache_queries, in blocks
-    int64_t hits = 0;                                            // vLLM prefix_cache_hits, in blocks
-    double block_hit_rate = 0;                                   // hits / queries (0 when no queries)
-    int64_t hit_requests = 0;                                    // requests with cached_tokens > 0
+    int64_t hit_tokens = 0;     // sum of cached_tokens
+    double token_hit_rate = 0;  // hit_tokens / prompt_tokens (0 when no prompt tokens)
+    // vLLM's counters, in tokens, recorded once per successful admission (RequestRecord): queries /
+    // hits of first admissions (vllm:prefix_cache_queries / _hits), and apart the re-admissions after a
+    // preemption (PrefixCacheStats.preempted_queries / _hits: a request re-finding its own blocks).
+    int64_t queries = 0;
+    int64_t hits = 0;
+    double hit_rate = 0;  // hits / queries (0 when no queries): vLLM's logged prefix cache hit rate
+    int64_t preempted_queries = 0;
+    int64_t preempted_hits = 0;
+    double preempted_hit_rate = 0;  // preempted_hits / preempted_queries (0 when none)
+    int64_t queries_blocks = 0;     // queries in blocks (floor of each request's tokens / block size)
+    int64_t hits_blocks = 0;        // hits in blocks
+    double block_hit_rate = 0;      // hits_blocks / queries_blocks (0 when none)
+    int64_t hit_requests = 0;       // requests with cached_tokens > 0
     std::array<int64_t, kNumMissCauses> lost_tokens_by_cause{};  // indexed by MissCause
   } prefix_cache;
 

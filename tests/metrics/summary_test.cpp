@@ -44,7 +44,9 @@ TEST(Summary, JsonHasEveryRequiredKey) {
   for (const char* k : {"requests_per_s", "output_tokens_per_s"}) EXPECT_NE(v.find("throughput")->find(k), nullptr);
   const JsonValue* pc = v.find("prefix_cache");
   ASSERT_NE(pc, nullptr);
-  for (const char* k : {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits", "hit_requests"}) {
+  for (const char* k :
+       {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits", "hit_rate", "preempted_queries",
+        "preempted_hits", "queries_blocks", "hits_blocks", "block_hit_rate", "hit_requests"}) {
     EXPECT_NE(pc->find(k), nullptr) << k;
   }
   const JsonValue* lost = pc->find("lost_tokens_by_cause");
