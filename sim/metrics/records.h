@@ -13,15 +13,19 @@ namespace kvsim {
 
 // Why part of a prompt that matched in attention, or had been seen before, was not reused.
 enum class MissCause : uint8_t {
-  kNone = 0,        // everything reusable was reused (or nothing could have been)
-  kNeverSeen,       // the blocks were never in the cache
-  kEvicted,         // attention blocks had been cached but were evicted
-  kPartialBlock,    // the matching part ends inside a block (only whole blocks hit)
-  kDifferentImage,  // same text, different image in the block key
-  kNoSavedState,    // hybrid: attention matched, but no saved state inside the match
-  kStateEvicted,    // hybrid: the saved state had existed but was evicted
+  kNone = 0,      // everything reusable was reused (or nothing could have been)
+  kNeverSeen,     // the blocks were not in the cache within the attribution's horizon (scheduler.h)
+  kEvicted,       // attention blocks had been cached (exactly known) but were evicted
+  kPartialBlock,  // the matching part ends inside a block (only whole blocks hit)
+  // A what-if, not a cache loss: the same text had been cached under another image; the tokens would
+  // hit only if the image were the same. Summaries report it apart (what_if_lost_tokens).
+  kDifferentImage,
+  kNoSavedState,  // hybrid: attention matched, but no saved state inside the match
+  kStateEvicted,  // hybrid: the saved state had existed but was evicted
 };
 const char* miss_cause_name(MissCause c);
+// True for causes that are what-ifs rather than lost reuse (kDifferentImage).
+bool is_what_if(MissCause c);
 constexpr int kNumMissCauses = 7;
 
 // Why a request left unfinished without being cut off by the end of the run (vLLM refuses such a

@@ -63,6 +63,7 @@ void RunCollector::on_request_done(const RequestRecord& r) {
 
   ++count_;
   output_tokens_ += r.output_tokens;
+  if (r.output_tokens >= 1) prompt_tokens_prefilled_ += r.prompt_tokens;  // vLLM: counted at the first token
   preemptions_ += r.preemptions;
   prefix_.prompt_tokens += r.prompt_tokens;
   prefix_.hit_tokens += r.cached_tokens;
@@ -287,6 +288,8 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
   out.requests.unfinished = count_ - finished_;
   out.requests.rejected = rejected_;
   out.preemptions = preemptions_;
+  out.prompt_tokens_prefilled = prompt_tokens_prefilled_;
+  out.generated_tokens = output_tokens_;
   out.ttft_ms = ttft_.summarize();
   out.tpot_ms = tpot_.summarize();
   out.e2e_ms = e2e_.summarize();

@@ -177,7 +177,7 @@ class RunCollector final : public IRecordSink {
 
   CollectorOptions opt_;
   // Request aggregates.
-  int64_t count_ = 0, finished_ = 0, output_tokens_ = 0, preemptions_ = 0;
+  int64_t count_ = 0, finished_ = 0, output_tokens_ = 0, preemptions_ = 0, prompt_tokens_prefilled_ = 0;
   decltype(RunSummary::Requests::rejected) rejected_{};  // unfinished requests by RejectReason
   RunSummary::PrefixCache prefix_;
   bool any_arrival_ = false, any_finish_ = false;

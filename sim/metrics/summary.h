@@ -13,7 +13,8 @@
 //   "prefix_cache": {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits", "hit_rate",
 //                    "preempted_queries", "preempted_hits", "preempted_hit_rate", "queries_blocks",
 //                    "hits_blocks", "block_hit_rate", "hit_requests",
-//                    "lost_tokens_by_cause": {<miss_cause_name>: n}},
+//                    "lost_tokens_by_cause": {<miss_cause_name>: n} (every cause but the what-if),
+//                    "what_if_lost_tokens": {"different_image": n}},
 //   "concurrency": {"peak", "mean"},
 //   "preemptions": n,
 //   "kv_blocks": {"total", "peak_used"},
@@ -23,7 +24,14 @@
 //        "preemptions", "imbalance": {"requests", "busy"},
 //        "per_instance": [{"instance", "requests", "busy_s", "token_hit_rate", "peak_kv_usage",
 //                          "preemptions"}]}]},
-//   "sim": {"events", "wall_s" (omitted with include_wall_time = false), "fingerprint": "<16 hex>"}
+//   "sim": {"events", "wall_s" (omitted with include_wall_time = false), "fingerprint": "<16 hex>"},
+//   "vllm_names": the same figures under vLLM's Prometheus metric names (vllm/v1/metrics/loggers.py,
+//       PrometheusStatLogger), summed over instances, times in seconds:
+//       {"vllm:time_to_first_token_seconds" | "vllm:inter_token_latency_seconds" |
+//        "vllm:request_time_per_output_token_seconds" | "vllm:e2e_request_latency_seconds" |
+//        "vllm:request_queue_time_seconds": {"count", "sum", "mean", "p50", "p90", "p95", "p99"},
+//        "vllm:prefix_cache_queries", "vllm:prefix_cache_hits", "vllm:num_preemptions",
+//        "vllm:prompt_tokens", "vllm:generation_tokens", "vllm:request_success"}
 // }
 #include <array>
 #include <cstdint>
@@ -112,7 +120,7 @@ struct RunSummary {
     int64_t hits_blocks = 0;        // hits in blocks
     double block_hit_rate = 0;      // hits_blocks / queries_blocks (0 when none)
     int64_t hit_requests = 0;       // requests with cached_tokens > 0
-    std::array<int64_t, kNumMissCauses> lost_tokens_by_cause{};  // indexed by MissCause
+    std::array<int64_t, kNumMissCauses> lost_tokens_by_cause{};  // indexed by MissCause (what-ifs included)
   } prefix_cache;
 
   struct Concurrency {
@@ -121,6 +129,10 @@ struct RunSummary {
   } concurrency;
 
   int64_t preemptions = 0;
+  // vLLM's token counters: vllm:prompt_tokens counts a request's prompt when its first token comes
+  // out (IterationStats.update_from_output, is_prefilling); vllm:generation_tokens every generated token.
+  int64_t prompt_tokens_prefilled = 0;  // prompts of requests that produced at least one token
+  int64_t generated_tokens = 0;         // all generated tokens (unfinished requests' too)
 
   struct KvBlocks {
     int64_t total = 0;
