@@ -266,7 +266,9 @@ def plot_all(path, out, title=None):
 
     # Lost reuse by cause (summary); different_image is a what-if, named as such.
     fig, ax = plt.subplots(figsize=(7, 4))
-    lost = summary.get("prefix_cache", {}).get("lost_tokens_by_cause", {})
+    pc = summary.get("prefix_cache", {})
+    lost = dict(pc.get("lost_tokens_by_cause", {}))
+    lost.update(pc.get("what_if_lost_tokens", {}))  # kept apart in the summary: not a cache loss
     causes = [c for c in lost if c != "none"]
     labels = [c + (" (what-if)" if c == "different_image" else "") for c in causes]
     ax.barh(labels, [lost[c] for c in causes], color="C4")

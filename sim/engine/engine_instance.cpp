@@ -75,6 +75,10 @@ void EngineInstance::submit(RequestSpec spec, SimTime arrival, RemoteKv remote, 
     rec.cached_tokens = prefill->cached_tokens;
     rec.lost_tokens = prefill->lost_tokens;
     rec.cause = prefill->cause;
+    rec.prefix_queries = prefill->prefix_queries;
+    rec.prefix_hits = prefill->prefix_hits;
+    rec.preempted_queries = prefill->preempted_queries;
+    rec.preempted_hits = prefill->preempted_hits;
     rec.prefix_queries_blocks = prefill->prefix_queries_blocks;
     rec.prefix_hits_blocks = prefill->prefix_hits_blocks;
     rec.saved_state_positions = prefill->saved_state_positions;
@@ -245,8 +249,6 @@ void EngineInstance::on_step_done() {
     totals_.requested_tokens_finished += r.max_output;
     totals_.prompt_tokens += r.prompt_tokens;
     totals_.cached_tokens += std::max<int64_t>(r.num_cached_tokens, 0);
-    totals_.prefix_queries_blocks += r.record.prefix_queries_blocks;
-    totals_.prefix_hits_blocks += r.record.prefix_hits_blocks;
     if (r.remote != RemoteKv::kSend) sink_.on_request_done(r.record);
   }
   scheduler_.compact_running();

@@ -37,8 +37,6 @@ struct EngineTotals {
   int64_t requested_tokens_finished = 0;  // output tokens those requests asked for (after the cap)
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
-  int64_t prefix_queries_blocks = 0;
-  int64_t prefix_hits_blocks = 0;
 };
 
 class EngineInstance {

@@ -9,10 +9,23 @@ namespace kvsim {
 namespace {
 // Domain of text-only (image keys dropped) hashes inside the seen filter.
 uint64_t text_only_key(uint64_t h) { return avalanche64(h ^ 0x746578742d6f6e6cULL); }
+
+// The attribution's memory of past keys: 16 key touches per KV block (a block registers its hash, and
+// with images or run boundaries a few more keys), so a key is forgotten only after the cache has
+// turned over several times; at least 2^16, at most 2^22 touches (32 B each: 2 to 128 MiB).
+size_t seen_horizon(int64_t num_blocks) {
+  size_t h = size_t{1} << 16;
+  while (static_cast<int64_t>(h) < 16 * num_blocks && h < (size_t{1} << 22)) h <<= 1;
+  return h;
+}
 }  // namespace
 
 Scheduler::Scheduler(const EngineConfig& config)
-    : config_(config), priority_(config.policy == "priority"), kv_(config, config.max_num_batched_tokens) {
+    : config_(config),
+      priority_(config.policy == "priority"),
+      kv_(config, config.max_num_batched_tokens),
+      seen_(seen_horizon(config.layout.num_blocks)),
+      state_seen_(seen_horizon(config.layout.num_blocks)) {
   KVSIM_CHECK(config.policy == "fcfs" || config.policy == "priority", "unknown policy " << config.policy);
   align_ = kv_.has_state() && config.enable_prefix_caching && config.mamba_cache_mode == MambaCacheMode::kAlign;
   KVSIM_CHECK(config.prefix_match_unit == 0 ||
@@ -140,21 +153,21 @@ void Scheduler::register_blocks(int slot, int64_t num_tokens) {
     if (num_tokens % b != 0 && num_tokens <= r.prompt_tokens) {
       boundaries_.clear();
       r.hasher.boundary_keys(r.seq, num_tokens / b, num_tokens, boundaries_);
-      for (const auto& [pos, key] : boundaries_) seen_.insert(key);
+      for (const auto& [pos, key] : boundaries_) seen_.touch(key);
     }
   }
   for (size_t i = saved_before; i < r.record.saved_state_positions.size(); ++i) {
     const int64_t pos = r.record.saved_state_positions[i];
-    if (pos % b == 0) state_seen_.insert(r.hasher.hashes()[static_cast<size_t>(pos / b - 1)]);
+    if (pos % b == 0) state_seen_.touch(r.hasher.hashes()[static_cast<size_t>(pos / b - 1)]);
   }
   for (int64_t k = first; k < full; ++k) {
     const auto ku = static_cast<size_t>(k);
-    seen_.insert(r.hasher.hashes()[ku]);
-    if (r.hasher.has_images()) seen_.insert(text_only_key(r.hasher.text_only_hash(ku)));
+    seen_.touch(r.hasher.hashes()[ku]);
+    if (r.hasher.has_images()) seen_.touch(text_only_key(r.hasher.text_only_hash(ku)));
     if (r.hasher.has_inner_boundary(ku)) {
       boundaries_.clear();
       r.hasher.boundary_keys(r.seq, k, (k + 1) * b, boundaries_);
-      for (const auto& [pos, key] : boundaries_) seen_.insert(key);
+      for (const auto& [pos, key] : boundaries_) seen_.touch(key);
     }
   }
 }
@@ -183,6 +196,32 @@ int64_t Scheduler::align_split(const EngineRequest& r, int64_t start, int64_t n)
   for (int64_t s : stops)
     if (start < s && s < end) end = s;
   return std::max<int64_t>(end - start, 0);
+}
+
+void Scheduler::record_prefix_stats(EngineRequest& r, int64_t hit_tokens) const {
+  // vLLM Scheduler.schedule: "Record at admission so unscheduled lookups are not counted":
+  // KVCacheManager.record_prefix_cache_stats(request, num_new_local_computed_tokens) after
+  // allocate_slots succeeded; PrefixCacheStats.record(num_tokens=request.num_tokens, num_hits,
+  // preempted=request.num_preemptions > 0) (vllm/v1/metrics/stats.py).
+  RequestRecord& rec = r.record;
+  if (rec.preemptions > 0) {
+    rec.preempted_queries += r.num_tokens;
+    rec.preempted_hits += hit_tokens;
+    return;
+  }
+  rec.prefix_queries += r.num_tokens;
+  rec.prefix_hits += hit_tokens;
+  rec.prefix_queries_blocks += r.num_tokens / kv_.block_size();
+  rec.prefix_hits_blocks += hit_tokens / kv_.block_size();
+}
+
+void Scheduler::touch_hit(const EngineRequest& r, int64_t hit_tokens) {
+  const int64_t n = std::min<int64_t>(hit_tokens / kv_.block_size(), std::ssize(r.hasher.hashes()));
+  for (int64_t k = 0; k < n; ++k) {
+    const auto ku = static_cast<size_t>(k);
+    seen_.touch(r.hasher.hashes()[ku]);
+    if (r.hasher.has_images()) seen_.touch(text_only_key(r.hasher.text_only_hash(ku)));
+  }
 }
 
 void Scheduler::attribute_miss(EngineRequest& r, int64_t cached, int64_t attention) {
@@ -337,13 +376,9 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
     const int slot = waiting_front();
     EngineRequest& r = request(slot);
     KVSIM_CHECK(r.num_computed == 0, "waiting request with computed tokens");
-    // vLLM get_computed_blocks: lookup capped at num_tokens - 1; stats counted at every lookup.
+    // vLLM get_computed_blocks: lookup capped at num_tokens - 1 (its stats are recorded at admission).
     kv_.find_longest_cache_hit(r.hasher.hashes(), r.num_tokens - 1, hit_, r.hasher.fine_hashes());
     const bool pull = r.remote == RemoteKv::kReceive && !r.remote_loaded;
-    if (config_.enable_prefix_caching && !pull) {
-      r.record.prefix_queries_blocks += r.num_tokens / kv_.block_size();
-      r.record.prefix_hits_blocks += hit_.num_tokens / kv_.block_size();
-    }
     if (kv_.has_state() && config_.enable_prefix_caching) {
       // vLLM get_computed_blocks: shared_prefix_boundary = hit + num_uncached_common_prefix_tokens.
       const int64_t uncached = hit_.attention_tokens - hit_.num_tokens;
@@ -380,6 +415,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
     const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
     const int64_t full = config_.scheduler_reserve_full_isl ? r.num_tokens : 0;
     if (!kv_.allocate_slots(slot, 0, n, &hit_, full, reserve)) break;
+    if (config_.enable_prefix_caching) record_prefix_stats(r, hit_.num_tokens);
     waiting_pop_front();
     running_.push_back(slot);
     r.status = RequestStatus::kRunning;
@@ -393,6 +429,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       r.record.cached_tokens = hit_.num_tokens;
       if (config_.enable_prefix_caching) attribute_miss(r, hit_.num_tokens, hit_.attention_tokens);
     }
+    if (config_.enable_prefix_caching) touch_hit(r, hit_.num_tokens);
     r.num_computed = hit_.num_tokens;
     const bool cow = kv_.partial_hash_hits() && hit_.num_tokens % kv_.block_size() != 0;
     out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed, cow});

@@ -8,14 +8,18 @@
 //    the running loop ends (`break`), later running requests wait for the next step.
 //  - WAITING requests only if nothing was preempted this step: stop at max_num_seqs or an empty budget;
 //    prefix lookup when num_computed == 0; admission needs the whole sequence to fit
-//    (scheduler_reserve_full_isl); a failed allocation ends admission (`break`).
+//    (scheduler_reserve_full_isl); a failed allocation ends admission (`break`). vLLM's prefix-cache
+//    stats are recorded only when the allocation succeeded (record_prefix_stats).
 //  - Hashes are registered at schedule time (cache_blocks up to min(computed + new, num_tokens)).
 //  - Hybrids in mamba_cache_mode "align": every prefill chunk goes through align_split()
 //    (vLLM _mamba_block_aligned_split); a chunk cut to 0 tokens skips a running request (`continue`)
 //    and ends admission for a waiting one (`break`). With prefix_match_unit below the block size the
 //    split also stops at the prompt's last unit boundary (tail_boundary), where partial tail entries
 //    are registered (KvCacheCoordinator::cache_partial_tails).
-// Miss attribution (MissCause) happens at a request's first admission; see attribute_miss().
+// Miss attribution (MissCause) happens at a request's first admission; see attribute_miss(). "Seen"
+// there means registered or hit within the last seen_horizon() key touches of this scheduler (exact;
+// RecentKeys), so a cause that says a reuse was possible (kEvicted, kStateEvicted, kPartialBlock,
+// kDifferentImage) is never a guess; older history counts as never seen.
 // No progress: a request that preempts itself while no other request runs holds the whole KV cache
 // and still does not fit. The first time it is preempted as vLLM does (its retry may reach further,
 // e.g. past sliding-window blocks or with different chunks); the second time at the same
@@ -32,7 +36,7 @@
 #include "sim/engine/engine_config.h"
 #include "sim/engine/engine_request.h"
 #include "sim/engine/kv_cache_coordinator.h"
-#include "sim/engine/seen_filter.h"
+#include "sim/engine/recent_keys.h"
 
 namespace kvsim {
 
@@ -119,7 +123,11 @@ class Scheduler {
   void preempt_alone(int slot, SchedulerOutput& out);
   void admit_lookup(EngineRequest& r);
   void register_blocks(int slot, int64_t num_tokens);
+  // vLLM's prefix-cache stats of one successful admission (RequestRecord::prefix_queries etc.).
+  void record_prefix_stats(EngineRequest& r, int64_t hit_tokens) const;
   void attribute_miss(EngineRequest& r, int64_t cached_tokens, int64_t attention_tokens);
+  // Refreshes the keys of the blocks `r` reuses, so a prefix kept hot by hits stays within the horizon.
+  void touch_hit(const EngineRequest& r, int64_t hit_tokens);
   // vLLM Scheduler._mamba_block_aligned_split: tokens to schedule for `r` starting at `start` when
   // `n` would fit, so that states land on block boundaries.
   int64_t align_split(const EngineRequest& r, int64_t start, int64_t n) const;
@@ -128,8 +136,9 @@ class Scheduler {
   bool priority_;
   KvCacheCoordinator kv_;
   bool align_ = false;  // hybrid with mamba_cache_mode align and prefix caching
-  SeenFilter seen_;
-  SeenFilter state_seen_;  // block hashes at which a state was ever registered (kStateEvicted)
+  // Exact, bounded: keys registered (or hit) within the horizon (recent_keys.h, seen_horizon()).
+  RecentKeys seen_;
+  RecentKeys state_seen_;  // block hashes at which a state was registered (kStateEvicted)
   std::vector<EngineRequest> requests_;
   std::vector<int> free_slots_;
   std::vector<int> running_;

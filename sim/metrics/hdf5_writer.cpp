@@ -196,6 +196,10 @@ struct RunFileStream::Impl {
     rq_finished = Column<uint8_t>(w, g.get(), "finished", z);
     rq_instance = I(w, g.get(), "instance", z);
     rq_pool = I(w, g.get(), "pool", z);
+    rq_queries_tokens = I(w, g.get(), "prefix_queries", z);
+    rq_hits_tokens = I(w, g.get(), "prefix_hits", z);
+    rq_preempted_queries = I(w, g.get(), "preempted_queries", z);
+    rq_preempted_hits = I(w, g.get(), "preempted_hits", z);
     rq_queries = I(w, g.get(), "prefix_queries_blocks", z);
     rq_hits = I(w, g.get(), "prefix_hits_blocks", z);
     rq_positions = I(w, g.get(), "saved_state_positions", z);
@@ -257,7 +261,8 @@ struct RunFileStream::Impl {
   int compression = 0;
   Handle file;
   Column<int64_t> rq_id, rq_prompt, rq_output, rq_requested, rq_matched, rq_cached, rq_lost, rq_preemptions,
-      rq_instance, rq_pool, rq_queries, rq_hits, rq_positions, rq_offsets;
+      rq_instance, rq_pool, rq_queries_tokens, rq_hits_tokens, rq_preempted_queries, rq_preempted_hits, rq_queries,
+      rq_hits, rq_positions, rq_offsets;
   Column<double> rq_arrival, rq_first_scheduled, rq_first_token, rq_finish;
   Column<uint8_t> rq_cause, rq_finished;
   Column<double> st_start, st_end;
@@ -342,6 +347,10 @@ void RunFileStream::write_requests(const std::vector<RequestRow>& rows, const st
     m.rq_finished.append(w, column_of(rows, [](const R& r) { return static_cast<uint8_t>(r.finished ? 1 : 0); }));
     m.rq_instance.append(w, column_of(rows, [&](const R& r) { return i64(r.instance); }));
     m.rq_pool.append(w, column_of(rows, [&](const R& r) { return i64(r.pool); }));
+    m.rq_queries_tokens.append(w, column_of(rows, [](const R& r) { return r.prefix_queries; }));
+    m.rq_hits_tokens.append(w, column_of(rows, [](const R& r) { return r.prefix_hits; }));
+    m.rq_preempted_queries.append(w, column_of(rows, [](const R& r) { return r.preempted_queries; }));
+    m.rq_preempted_hits.append(w, column_of(rows, [](const R& r) { return r.preempted_hits; }));
     m.rq_queries.append(w, column_of(rows, [](const R& r) { return r.prefix_queries_blocks; }));
     m.rq_hits.append(w, column_of(rows, [](const R& r) { return r.prefix_hits_blocks; }));
     m.rq_positions.append(w, positions);

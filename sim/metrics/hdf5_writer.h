@@ -7,8 +7,9 @@
 //               output_tokens, requested_output_tokens, matched_tokens, cached_tokens, lost_tokens,
 //               miss_cause (uint8; attribute "names": comma-separated miss_cause_name by value),
 //               preemptions, finished (uint8 0/1), instance, pool (attribute "names": the pool
-//               names by index, "default" without a cluster: section), prefix_queries_blocks,
-//               prefix_hits_blocks, saved_state_positions (flattened), saved_state_offsets
+//               names by index, "default" without a cluster: section), prefix_queries, prefix_hits,
+//               preempted_queries, preempted_hits (tokens, vLLM's PrefixCacheStats; see records.h),
+//               prefix_queries_blocks, prefix_hits_blocks, saved_state_positions (flattened), saved_state_offsets
 //               (n + 1 entries: request i owns positions[offsets[i]:offsets[i+1]]), and for
 //               disaggregated requests prefill_instance (-1 otherwise), prefill_done_s,
 //               transfer_start_s, transfer_end_s, decode_scheduled_s (NaN otherwise), transfer_bytes.

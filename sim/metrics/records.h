@@ -13,15 +13,19 @@ namespace kvsim {
 
 // Why part of a prompt that matched in attention, or had been seen before, was not reused.
 enum class MissCause : uint8_t {
-  kNone = 0,        // everything reusable was reused (or nothing could have been)
-  kNeverSeen,       // the blocks were never in the cache
-  kEvicted,         // attention blocks had been cached but were evicted
-  kPartialBlock,    // the matching part ends inside a block (only whole blocks hit)
-  kDifferentImage,  // same text, different image in the block key
-  kNoSavedState,    // hybrid: attention matched, but no saved state inside the match
-  kStateEvicted,    // hybrid: the saved state had existed but was evicted
+  kNone = 0,      // everything reusable was reused (or nothing could have been)
+  kNeverSeen,     // the blocks were not in the cache within the attribution's horizon (scheduler.h)
+  kEvicted,       // attention blocks had been cached (exactly known) but were evicted
+  kPartialBlock,  // the matching part ends inside a block (only whole blocks hit)
+  // A what-if, not a cache loss: the same text had been cached under another image; the tokens would
+  // hit only if the image were the same. Summaries report it apart (what_if_lost_tokens).
+  kDifferentImage,
+  kNoSavedState,  // hybrid: attention matched, but no saved state inside the match
+  kStateEvicted,  // hybrid: the saved state had existed but was evicted
 };
 const char* miss_cause_name(MissCause c);
+// True for causes that are what-ifs rather than lost reuse (kDifferentImage).
+bool is_what_if(MissCause c);
 constexpr int kNumMissCauses = 7;
 
 // Why a request left unfinished without being cut off by the end of the run (vLLM refuses such a
@@ -55,8 +59,17 @@ struct RequestRecord {
   int preemptions = 0;
   bool finished = false;
   RejectReason rejected = RejectReason::kNone;
-  int64_t prefix_queries_blocks = 0;           // vLLM prefix_cache_queries contribution (in blocks)
-  int64_t prefix_hits_blocks = 0;              // vLLM prefix_cache_hits contribution (in blocks)
+  // vLLM PrefixCacheStats.record (vllm/v1/metrics/stats.py), called by Scheduler.schedule once per
+  // successful admission from the waiting queue ("Record at admission so unscheduled lookups are not
+  // counted", after `if new_blocks is None: break`), with num_tokens = request.num_tokens and hits =
+  // the local prefix hit in tokens; preempted = request.num_preemptions > 0 sends it to preempted_*.
+  // An admission that does not fit and is retried later counts once, when it succeeds.
+  int64_t prefix_queries = 0;         // tokens queried at the first admission (vLLM prefix_cache_queries)
+  int64_t prefix_hits = 0;            // tokens hit at the first admission (vLLM prefix_cache_hits)
+  int64_t preempted_queries = 0;      // tokens queried at re-admissions after a preemption (vLLM preempted_queries)
+  int64_t preempted_hits = 0;         // tokens hit at those re-admissions (vLLM preempted_hits): own recompute
+  int64_t prefix_queries_blocks = 0;  // prefix_queries in blocks: floor(num_tokens / block_size)
+  int64_t prefix_hits_blocks = 0;     // prefix_hits in blocks: floor(hit / block_size)
   std::vector<int64_t> saved_state_positions;  // hybrid: token positions of saved states (hashed)
   int instance = 0;
   int pool = 0;

@@ -63,11 +63,16 @@ void RunCollector::on_request_done(const RequestRecord& r) {
 
   ++count_;
   output_tokens_ += r.output_tokens;
+  if (r.output_tokens >= 1) prompt_tokens_prefilled_ += r.prompt_tokens;  // vLLM: counted at the first token
   preemptions_ += r.preemptions;
   prefix_.prompt_tokens += r.prompt_tokens;
   prefix_.hit_tokens += r.cached_tokens;
-  prefix_.queries += r.prefix_queries_blocks;
-  prefix_.hits += r.prefix_hits_blocks;
+  prefix_.queries += r.prefix_queries;
+  prefix_.hits += r.prefix_hits;
+  prefix_.preempted_queries += r.preempted_queries;
+  prefix_.preempted_hits += r.preempted_hits;
+  prefix_.queries_blocks += r.prefix_queries_blocks;
+  prefix_.hits_blocks += r.prefix_hits_blocks;
   if (r.cached_tokens > 0) ++prefix_.hit_requests;
   const auto cause = static_cast<size_t>(r.cause);
   KVSIM_CHECK(cause < prefix_.lost_tokens_by_cause.size(), "bad miss cause " << cause);
@@ -159,6 +164,10 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   row.matched_tokens = r.matched_tokens;
   row.cached_tokens = r.cached_tokens;
   row.lost_tokens = r.lost_tokens;
+  row.prefix_queries = r.prefix_queries;
+  row.prefix_hits = r.prefix_hits;
+  row.preempted_queries = r.preempted_queries;
+  row.preempted_hits = r.preempted_hits;
   row.prefix_queries_blocks = r.prefix_queries_blocks;
   row.prefix_hits_blocks = r.prefix_hits_blocks;
   row.prefill_instance = r.prefill_instance;
@@ -344,6 +353,8 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
   out.requests.unfinished = count_ - finished_;
   out.requests.rejected = rejected_;
   out.preemptions = preemptions_;
+  out.prompt_tokens_prefilled = prompt_tokens_prefilled_;
+  out.generated_tokens = output_tokens_;
   out.ttft_ms = ttft_.summarize();
   out.tpot_ms = tpot_.summarize();
   out.e2e_ms = e2e_.summarize();
@@ -353,7 +364,12 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
   auto& pc = out.prefix_cache;
   pc.token_hit_rate =
       pc.prompt_tokens > 0 ? static_cast<double>(pc.hit_tokens) / static_cast<double>(pc.prompt_tokens) : 0.0;
-  pc.block_hit_rate = pc.queries > 0 ? static_cast<double>(pc.hits) / static_cast<double>(pc.queries) : 0.0;
+  const auto rate = [](int64_t hits, int64_t queries) {
+    return queries > 0 ? static_cast<double>(hits) / static_cast<double>(queries) : 0.0;
+  };
+  pc.hit_rate = rate(pc.hits, pc.queries);
+  pc.preempted_hit_rate = rate(pc.preempted_hits, pc.preempted_queries);
+  pc.block_hit_rate = rate(pc.hits_blocks, pc.queries_blocks);
   if (any_finish_ && last_finish_ > first_arrival_) {
     const double span = (last_finish_ - first_arrival_).seconds();
     out.throughput.duration_s = span;

@@ -57,6 +57,10 @@ struct RequestRow {
   int64_t matched_tokens = 0;
   int64_t cached_tokens = 0;
   int64_t lost_tokens = 0;
+  int64_t prefix_queries = 0;  // tokens (RequestRecord)
+  int64_t prefix_hits = 0;
+  int64_t preempted_queries = 0;
+  int64_t preempted_hits = 0;
   int64_t prefix_queries_blocks = 0;
   int64_t prefix_hits_blocks = 0;
   MissCause cause = MissCause::kNone;
@@ -188,7 +192,7 @@ class RunCollector final : public IRecordSink {
 
   CollectorOptions opt_;
   // Request aggregates.
-  int64_t count_ = 0, finished_ = 0, output_tokens_ = 0, preemptions_ = 0;
+  int64_t count_ = 0, finished_ = 0, output_tokens_ = 0, preemptions_ = 0, prompt_tokens_prefilled_ = 0;
   decltype(RunSummary::Requests::rejected) rejected_{};  // unfinished requests by RejectReason
   RunSummary::PrefixCache prefix_;
   bool any_arrival_ = false, any_finish_ = false;

@@ -32,6 +32,8 @@ const char* miss_cause_name(MissCause c) {
   return "unknown";
 }
 
+bool is_what_if(MissCause c) { return c == MissCause::kDifferentImage; }
+
 const char* reject_reason_name(RejectReason r) {
   switch (r) {
     case RejectReason::kNone:
@@ -114,6 +116,37 @@ std::string distribution_json(const Distribution& d, int indent) {
   w.number("p99", d.p99);
   w.number("p99_9", d.p999);
   w.number("stddev", d.stddev);
+  return w.finish();
+}
+
+// A latency distribution in ms as a vLLM histogram's figures in seconds (sum = count x mean).
+std::string seconds_json(const Distribution& d, int indent) {
+  JsonObjectWriter w(indent);
+  w.integer("count", d.count);
+  w.number("sum", d.count > 0 ? d.mean * static_cast<double>(d.count) * 1e-3 : 0.0);
+  w.number("mean", d.mean * 1e-3);
+  w.number("p50", d.p50 * 1e-3);
+  w.number("p90", d.p90 * 1e-3);
+  w.number("p95", d.p95 * 1e-3);
+  w.number("p99", d.p99 * 1e-3);
+  return w.finish();
+}
+
+// vLLM's Prometheus names (vllm/v1/metrics/loggers.py, PrometheusStatLogger.__init__).
+std::string vllm_names_json(const RunSummary& s, int indent) {
+  JsonObjectWriter w(indent);
+  const int in = w.child_indent();
+  w.raw("vllm:time_to_first_token_seconds", seconds_json(s.ttft_ms, in));
+  w.raw("vllm:inter_token_latency_seconds", seconds_json(s.itl_ms, in));
+  w.raw("vllm:request_time_per_output_token_seconds", seconds_json(s.tpot_ms, in));
+  w.raw("vllm:e2e_request_latency_seconds", seconds_json(s.e2e_ms, in));
+  w.raw("vllm:request_queue_time_seconds", seconds_json(s.queue_ms, in));
+  w.integer("vllm:prefix_cache_queries", s.prefix_cache.queries);
+  w.integer("vllm:prefix_cache_hits", s.prefix_cache.hits);
+  w.integer("vllm:num_preemptions", s.preemptions);
+  w.integer("vllm:prompt_tokens", s.prompt_tokens_prefilled);
+  w.integer("vllm:generation_tokens", s.generated_tokens);
+  w.integer("vllm:request_success", s.requests.finished);
   return w.finish();
 }
 
@@ -248,13 +281,25 @@ std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& optio
     w.number("token_hit_rate", p.token_hit_rate);
     w.integer("queries", p.queries);
     w.integer("hits", p.hits);
+    w.number("hit_rate", p.hit_rate);
+    w.integer("preempted_queries", p.preempted_queries);
+    w.integer("preempted_hits", p.preempted_hits);
+    w.number("preempted_hit_rate", p.preempted_hit_rate);
+    w.integer("queries_blocks", p.queries_blocks);
+    w.integer("hits_blocks", p.hits_blocks);
     w.number("block_hit_rate", p.block_hit_rate);
     w.integer("hit_requests", p.hit_requests);
     JsonObjectWriter lost(w.child_indent());
     for (int c = 0; c < kNumMissCauses; ++c) {
+      if (is_what_if(static_cast<MissCause>(c))) continue;
       lost.integer(miss_cause_name(static_cast<MissCause>(c)), p.lost_tokens_by_cause[static_cast<size_t>(c)]);
     }
     w.raw("lost_tokens_by_cause", lost.finish());
+    // Not a cache loss: what would have hit under another request's image (see MissCause).
+    JsonObjectWriter what_if(w.child_indent());
+    what_if.integer(miss_cause_name(MissCause::kDifferentImage),
+                    p.lost_tokens_by_cause[static_cast<size_t>(MissCause::kDifferentImage)]);
+    w.raw("what_if_lost_tokens", what_if.finish());
     root.raw("prefix_cache", w.finish());
   }
   {
@@ -279,6 +324,7 @@ std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& optio
     w.string("fingerprint", fingerprint_hex(s.sim.fingerprint));
     root.raw("sim", w.finish());
   }
+  root.raw("vllm_names", vllm_names_json(s, in));
   return root.finish() + "\n";
 }
 
@@ -306,17 +352,27 @@ std::string summary_to_text(const RunSummary& s) {
   row("queue", s.queue_ms);
   os << "throughput   " << fmt(s.throughput.requests_per_s, 3) << " req/s, " << fmt(s.throughput.output_tokens_per_s, 1)
      << " output tok/s over " << fmt(s.throughput.duration_s, 3) << " s\n";
-  os << "prefix cache " << fmt(100.0 * s.prefix_cache.token_hit_rate, 2) << "% tokens (" << s.prefix_cache.hit_tokens
-     << "/" << s.prefix_cache.prompt_tokens << "), " << fmt(100.0 * s.prefix_cache.block_hit_rate, 2) << "% blocks, "
-     << s.prefix_cache.hit_requests << " requests hit\n";
+  const auto& pc = s.prefix_cache;
+  os << "prefix cache " << fmt(100.0 * pc.token_hit_rate, 2) << "% tokens (" << pc.hit_tokens << "/" << pc.prompt_tokens
+     << "), vLLM hit rate " << fmt(100.0 * pc.hit_rate, 2) << "% (" << pc.hits << "/" << pc.queries
+     << " queried tokens), " << fmt(100.0 * pc.block_hit_rate, 2) << "% blocks, " << pc.hit_requests
+     << " requests hit\n";
+  if (pc.preempted_queries > 0)
+    os << "preempted    re-admissions hit " << pc.preempted_hits << "/" << pc.preempted_queries
+       << " tokens (own recompute; vLLM preempted_hits / preempted_queries, not in the rates above)\n";
   std::string lost;
   for (int c = 0; c < kNumMissCauses; ++c) {
     const int64_t n = s.prefix_cache.lost_tokens_by_cause[static_cast<size_t>(c)];
-    if (n > 0)
+    if (n > 0 && !is_what_if(static_cast<MissCause>(c)))
       lost += (lost.empty() ? "" : ", ") + std::string(miss_cause_name(static_cast<MissCause>(c))) + " " +
               std::to_string(n);
   }
   if (!lost.empty()) os << "lost reuse   " << lost << " tokens\n";
+  const int64_t what_if = s.prefix_cache.lost_tokens_by_cause[static_cast<size_t>(MissCause::kDifferentImage)];
+  if (what_if > 0)
+    os << "what-if      different_image " << what_if
+       << " tokens: the same text was seen under another image (a hit only if the image were the same; not a "
+          "cache loss)\n";
   os << "concurrency  peak " << s.concurrency.peak << ", mean " << fmt(s.concurrency.mean, 2) << "\n";
   os << "kv blocks    peak " << s.kv_blocks.peak_used << " of " << s.kv_blocks.total << "; preemptions "
      << s.preemptions << "\n";

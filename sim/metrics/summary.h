@@ -1,6 +1,6 @@
 #pragma once
 // RunSummary: the figures printed at the end of a run and stored in /summary of the run file.
-// Names follow vLLM's metrics where one exists (prefix_cache_queries / prefix_cache_hits in blocks).
+// Names follow vLLM's metrics where one exists (prefix_cache queries / hits in tokens, as vLLM's).
 //
 // JSON schema (fixed key order; numbers through json_number; NaN, e.g. a percentile of an empty
 // distribution, is written as null):
@@ -10,8 +10,11 @@
 //   "ttft_ms" | "tpot_ms" | "itl_ms" | "e2e_ms" | "queue_ms": {"count", "mean", "p50", "p90", "p95", "p99",
 //                                                            "p99_9", "stddev"},
 //   "throughput": {"duration_s", "requests_per_s", "output_tokens_per_s"},
-//   "prefix_cache": {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits",
-//                    "block_hit_rate", "hit_requests", "lost_tokens_by_cause": {<miss_cause_name>: n}},
+//   "prefix_cache": {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits", "hit_rate",
+//                    "preempted_queries", "preempted_hits", "preempted_hit_rate", "queries_blocks",
+//                    "hits_blocks", "block_hit_rate", "hit_requests",
+//                    "lost_tokens_by_cause": {<miss_cause_name>: n} (every cause but the what-if),
+//                    "what_if_lost_tokens": {"different_image": n}},
 //   "concurrency": {"peak", "mean"},
 //   "preemptions": n,
 //   "kv_blocks": {"total", "peak_used"},
@@ -27,7 +30,14 @@
 //       "first_decode_step": {...}} (disaggregated finished requests; the parts sum to their TTFT),
 //       "busiest_links": [{"name", "type", "bytes", "mean_utilisation", "peak_utilisation"}] (up to 5, by
 //       bytes; mean over the run's duration, peak over the utilisation samples)},
-//   "sim": {"events", "wall_s" (omitted with include_wall_time = false), "fingerprint": "<16 hex>"}
+//   "sim": {"events", "wall_s" (omitted with include_wall_time = false), "fingerprint": "<16 hex>"},
+//   "vllm_names": the same figures under vLLM's Prometheus metric names (vllm/v1/metrics/loggers.py,
+//       PrometheusStatLogger), summed over instances, times in seconds:
+//       {"vllm:time_to_first_token_seconds" | "vllm:inter_token_latency_seconds" |
+//        "vllm:request_time_per_output_token_seconds" | "vllm:e2e_request_latency_seconds" |
+//        "vllm:request_queue_time_seconds": {"count", "sum", "mean", "p50", "p90", "p95", "p99"},
+//        "vllm:prefix_cache_queries", "vllm:prefix_cache_hits", "vllm:num_preemptions",
+//        "vllm:prompt_tokens", "vllm:generation_tokens", "vllm:request_success"}
 // }
 #include <array>
 #include <cstdint>
@@ -112,13 +122,22 @@ struct RunSummary {
 
   struct PrefixCache {
     int64_t prompt_tokens = 0;
-    int64_t hit_tokens = 0;                                      // sum of cached_tokens
-    double token_hit_rate = 0;                                   // hit_tokens / prompt_tokens (0 when no prompt tokens)
-    int64_t queries = 0;                                         // vLLM prefix_cache_queries, in blocks
-    int64_t hits = 0;                                            // vLLM prefix_cache_hits, in blocks
-    double block_hit_rate = 0;                                   // hits / queries (0 when no queries)
-    int64_t hit_requests = 0;                                    // requests with cached_tokens > 0
-    std::array<int64_t, kNumMissCauses> lost_tokens_by_cause{};  // indexed by MissCause
+    int64_t hit_tokens = 0;     // sum of cached_tokens
+    double token_hit_rate = 0;  // hit_tokens / prompt_tokens (0 when no prompt tokens)
+    // vLLM's counters, in tokens, recorded once per successful admission (RequestRecord): queries /
+    // hits of first admissions (vllm:prefix_cache_queries / _hits), and apart the re-admissions after a
+    // preemption (PrefixCacheStats.preempted_queries / _hits: a request re-finding its own blocks).
+    int64_t queries = 0;
+    int64_t hits = 0;
+    double hit_rate = 0;  // hits / queries (0 when no queries): vLLM's logged prefix cache hit rate
+    int64_t preempted_queries = 0;
+    int64_t preempted_hits = 0;
+    double preempted_hit_rate = 0;  // preempted_hits / preempted_queries (0 when none)
+    int64_t queries_blocks = 0;     // queries in blocks (floor of each request's tokens / block size)
+    int64_t hits_blocks = 0;        // hits in blocks
+    double block_hit_rate = 0;      // hits_blocks / queries_blocks (0 when none)
+    int64_t hit_requests = 0;       // requests with cached_tokens > 0
+    std::array<int64_t, kNumMissCauses> lost_tokens_by_cause{};  // indexed by MissCause (what-ifs included)
   } prefix_cache;
 
   struct Concurrency {
@@ -127,6 +146,10 @@ struct RunSummary {
   } concurrency;
 
   int64_t preemptions = 0;
+  // vLLM's token counters: vllm:prompt_tokens counts a request's prompt when its first token comes
+  // out (IterationStats.update_from_output, is_prefilling); vllm:generation_tokens every generated token.
+  int64_t prompt_tokens_prefilled = 0;  // prompts of requests that produced at least one token
+  int64_t generated_tokens = 0;         // all generated tokens (unfinished requests' too)
 
   struct KvBlocks {
     int64_t total = 0;

@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -521,6 +522,23 @@ void apply_override(YAML::Node root, const std::string& source, const std::strin
   }
 }
 
+// The input path rule of load_scenario (scenario.h).
+std::string resolve_input_path(const std::string& path, const std::string& source) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  if (path.empty() || p.is_absolute() || !fs::is_regular_file(source, ec)) return path;
+  fs::path dir = fs::absolute(fs::path(source), ec).parent_path();
+  if (ec) return path;
+  while (true) {
+    const fs::path candidate = dir / p;
+    if (fs::exists(candidate, ec)) return candidate.lexically_normal().string();
+    if (!dir.has_parent_path() || dir.parent_path() == dir) break;
+    dir = dir.parent_path();
+  }
+  return path;  // the current directory's (or missing: the reader names it)
+}
+
 }  // namespace
 
 Scenario parse_scenario(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
@@ -588,6 +606,9 @@ Scenario parse_scenario(const std::string& text, const std::string& source, cons
     if (o["compression"])
       s.output.compression = static_cast<int>(r.integer(o["compression"], "output.compression", 0, 9));
   }
+  s.model = resolve_input_path(s.model, source);
+  s.hardware_dir = resolve_input_path(s.hardware_dir, source);
+  if (s.workload.trace) s.workload.trace->path = resolve_input_path(s.workload.trace->path, source);
   YAML::Emitter em;
   em << root;
   s.resolved_yaml = em.c_str();

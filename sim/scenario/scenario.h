@@ -64,8 +64,14 @@ struct Scenario {
 };
 
 // Loads, applies overrides ("engine.block_size=528", "workload.trace.limit=100"), validates.
+// Input paths (model, hardware_dir, workload.trace.path) that are relative resolve against the
+// scenario file's folder, then each of its parent folders in turn (so the bundled scenarios' repo-
+// relative paths such as models/qwen3-8b.json work from any directory), then the current directory:
+// the first candidate that exists is used; none existing leaves the path as written (the current
+// directory's), so the reader's error names it. Output paths stay relative to the current directory.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
-// Same from YAML text; `source` names it in errors.
+// Same from YAML text; `source` names it in errors and, when it is an existing file, anchors the
+// relative input paths as above.
 Scenario parse_scenario(const std::string& yaml_text, const std::string& source,
                         const std::vector<std::string>& overrides = {});
 

@@ -33,7 +33,8 @@ std::vector<std::pair<std::string, double>> sweep_figures(const RunSummary& s) {
   f.emplace_back("token_hit_rate", s.prefix_cache.token_hit_rate);
   f.emplace_back("block_hit_rate", s.prefix_cache.block_hit_rate);
   for (int c = 1; c < kNumMissCauses; ++c)
-    f.emplace_back(std::string("lost_tokens.") + miss_cause_name(static_cast<MissCause>(c)),
+    f.emplace_back(std::string(is_what_if(static_cast<MissCause>(c)) ? "what_if." : "lost_tokens.") +
+                       miss_cause_name(static_cast<MissCause>(c)),
                    static_cast<double>(s.prefix_cache.lost_tokens_by_cause[c]));
   add_distribution(f, "ttft_ms", s.ttft_ms);
   add_distribution(f, "tpot_ms", s.tpot_ms);

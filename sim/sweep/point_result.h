@@ -29,8 +29,8 @@ struct PointResult {
 };
 
 // The table's figure columns, in order: requests, finished, token_hit_rate, block_hit_rate,
-// lost_tokens.<cause>, ttft_ms.p50 ... e2e_ms.p99, requests_per_s, output_tokens_per_s,
-// peak_concurrency, preemptions, peak_kv_usage, kv_blocks_total, events.
+// lost_tokens.<cause> (what_if.different_image for the what-if), ttft_ms.p50 ... e2e_ms.p99, requests_per_s,
+// output_tokens_per_s, peak_concurrency, preemptions, peak_kv_usage, kv_blocks_total, events.
 const std::vector<std::string>& sweep_figure_names();
 std::vector<std::pair<std::string, double>> sweep_figures(const RunSummary& s);
 

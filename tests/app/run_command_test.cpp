@@ -69,7 +69,9 @@ TEST(RunOutputs, SummaryHasEveryRequiredField) {
   for (const char* k : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms"})
     for (const char* q : {"mean", "p50", "p90", "p99"}) EXPECT_NE(d.find(k)->find(q), nullptr) << k << "." << q;
   for (const char* k : {"requests_per_s", "output_tokens_per_s"}) EXPECT_NE(d.find("throughput")->find(k), nullptr);
-  for (const char* k : {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits", "hit_requests"})
+  for (const char* k :
+       {"prompt_tokens", "hit_tokens", "token_hit_rate", "queries", "hits", "hit_rate", "preempted_queries",
+        "preempted_hits", "queries_blocks", "hits_blocks", "block_hit_rate", "hit_requests"})
     EXPECT_NE(d.find("prefix_cache")->find(k), nullptr) << k;
   EXPECT_NE(d.find("concurrency")->find("peak"), nullptr);
   EXPECT_NE(d.find("concurrency")->find("mean"), nullptr);

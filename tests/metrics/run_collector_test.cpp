@@ -179,6 +179,8 @@ TEST(RunCollector, PrefixCacheTotalsAndLostTokensByCause) {
   RequestRecord r1 = make_request(1, 0, 0, 1, 2, 1);
   r1.prompt_tokens = 100;
   r1.cached_tokens = 64;
+  r1.prefix_queries = 100;
+  r1.prefix_hits = 64;
   r1.prefix_queries_blocks = 6;
   r1.prefix_hits_blocks = 4;
   r1.lost_tokens = 16;
@@ -187,7 +189,10 @@ TEST(RunCollector, PrefixCacheTotalsAndLostTokensByCause) {
   RequestRecord r2 = make_request(2, 0, 0, 1, 2, 1);
   r2.prompt_tokens = 300;
   r2.cached_tokens = 0;
+  r2.prefix_queries = 300;
   r2.prefix_queries_blocks = 18;
+  r2.preempted_queries = 2 * 310;  // two re-admissions after a preemption, 10 tokens generated
+  r2.preempted_hits = 2 * 288;
   r2.lost_tokens = 32;
   r2.cause = MissCause::kNoSavedState;
   r2.preemptions = 2;
@@ -197,8 +202,15 @@ TEST(RunCollector, PrefixCacheTotalsAndLostTokensByCause) {
   EXPECT_EQ(s.prefix_cache.prompt_tokens, 400);
   EXPECT_EQ(s.prefix_cache.hit_tokens, 64);
   EXPECT_DOUBLE_EQ(s.prefix_cache.token_hit_rate, 0.16);
-  EXPECT_EQ(s.prefix_cache.queries, 24);
-  EXPECT_EQ(s.prefix_cache.hits, 4);
+  EXPECT_EQ(s.prefix_cache.queries, 400);
+  EXPECT_EQ(s.prefix_cache.hits, 64);
+  EXPECT_DOUBLE_EQ(s.prefix_cache.hit_rate, 0.16);  // 64 / 400; re-admissions are not in it
+  EXPECT_EQ(s.prefix_cache.preempted_queries, 620);
+  EXPECT_EQ(s.prefix_cache.preempted_hits, 576);
+  EXPECT_DOUBLE_EQ(s.prefix_cache.preempted_hit_rate, 576.0 / 620.0);
+  EXPECT_EQ(s.prefix_cache.queries_blocks, 24);
+  EXPECT_EQ(s.prefix_cache.hits_blocks, 4);
+  EXPECT_DOUBLE_EQ(s.prefix_cache.block_hit_rate, 4.0 / 24.0);
   EXPECT_EQ(s.prefix_cache.hit_requests, 1);
   EXPECT_EQ(s.prefix_cache.lost_tokens_by_cause[static_cast<size_t>(MissCause::kPartialBlock)], 16);
   EXPECT_EQ(s.prefix_cache.lost_tokens_by_cause[static_cast<size_t>(MissCause::kNoSavedState)], 32);

@@ -25,7 +25,8 @@ TEST(TopologyFile, BundledFilesLoadAndBuild) {
   };
   for (const Case& c :
        {Case{"hgx-h100-1node", 8, 1}, Case{"hgx-h100-2node-ib-ndr", 16, 2}, Case{"hgx-h100-2node-roce-200", 16, 2},
-        Case{"hgx-h800-2node-roce-cx7", 16, 2}, Case{"hgx-h100-16node-ib-ndr", 128, 16}, Case{"gb200-nvl72", 72, 18}}) {
+        Case{"hgx-h800-2node-roce-cx7", 16, 2}, Case{"hgx-h100-16node-ib-ndr", 128, 16}, Case{"gb200-nvl72", 72, 18},
+        Case{"hgx-4node-ib-ndr", 32, 4}, Case{"hgx-4node-roce-200", 32, 4}}) {
     SCOPED_TRACE(c.name);
     const Topology t = build_file(c.name);
     EXPECT_EQ(t.name(), c.name);
@@ -36,7 +37,7 @@ TEST(TopologyFile, BundledFilesLoadAndBuild) {
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(kDefaultTopologyDir))
     files += e.path().extension() == ".yaml";
-  EXPECT_EQ(files, 6);
+  EXPECT_EQ(files, 8);
 }
 
 // 16 nodes on 8 rails: NIC r of every node on leaf r; cross-node same-rail is 6 hops, cross-rail 8.
