@@ -235,7 +235,8 @@ TEST(SizeWarnings, ContextPastMaxPositionEmbeddingsSaysWhichRopeScaling) {
   // gpt-oss already scales (YaRN 32 over 4,096 = 131,072): 262,144 needs factor 262,144 / 4,096 = 64.
   auto g = testing::run_kvsim("size models/gpt-oss-120b.json --context 262144 --format json");
   ASSERT_EQ(g.exit_code, 0) << g.out;
-  const JsonValue& w = *parse_json(g.out, "stdout").array()[0].find("warnings");
+  const JsonValue doc = parse_json(g.out, "stdout");  // kept: `w` points into it
+  const JsonValue& w = *doc.array()[0].find("warnings");
   ASSERT_EQ(w.array().size(), 1u);
   EXPECT_NE(w.array()[0].str().find("rope_scaling (yarn, factor 32)"), std::string::npos) << w.array()[0].str();
   EXPECT_NE(w.array()[0].str().find("\"factor\": 64.0"), std::string::npos) << w.array()[0].str();
@@ -254,7 +255,8 @@ TEST(SizeFit, ModelThatDoesNotFitSaysSoAndHowManyGpus) {
   EXPECT_NE(r.out.find("--tp 16 (16 GPUs)"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("KV cache -"), std::string::npos) << r.out;  // no negative KV memory
   auto j = testing::run_kvsim("size models/deepseek-v3.json --gpu h100-sxm --context 8192 --format json");
-  const JsonValue& gpu = *parse_json(j.out, "stdout").array()[0].find("gpu");
+  const JsonValue doc = parse_json(j.out, "stdout");  // kept: `gpu` points into it
+  const JsonValue& gpu = *doc.array()[0].find("gpu");
   EXPECT_FALSE(gpu.find("fits")->boolean());
   EXPECT_EQ(gpu.find("gpus_needed")->integer(), 10);
   EXPECT_EQ(gpu.find("tp_needed")->integer(), 16);
