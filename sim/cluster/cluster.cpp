@@ -188,6 +188,9 @@ void Cluster::set_disaggregation(const DisaggregationSetup* setup) {
       e.set_on_first_token([this, id](RequestId rid) { router_->on_first_token(prefill_stage(rid), id); });
       e.set_on_prefill_sent(
           [this, id](RequestId rid, int slot, const RequestRecord& rec) { on_prefill_sent(id, rid, slot, rec); });
+      if (setup->settings.layerwise)
+        e.set_on_last_prefill_chunk(
+            [this](RequestId rid, const RequestRecord& rec) { on_last_prefill_chunk(rid, rec); });
       e.set_on_done([this, id](RequestId rid, bool) { on_prefill_rejected(id, rid); });
     } else {
       candidates_.push_back(id);
@@ -234,12 +237,37 @@ void Cluster::route_disaggregated(RequestSpec spec) {
   submit_to(prefill, std::move(spec), RemoteKv::kSend);
 }
 
+void Cluster::on_last_prefill_chunk(RequestId id, const RequestRecord& rec) {
+  auto it = pending_.find(id.value());
+  KVSIM_CHECK(it != pending_.end(), "prefill of request " << id.value() << " not pending");
+  Pending& p = it->second;
+  if (p.forwarded) return;
+  p.forwarded = true;
+  ++routed_[static_cast<size_t>(p.decode)];
+  const SimTime arrival = p.spec.arrival;
+  instances_[static_cast<size_t>(p.decode)]->submit(std::move(p.spec), arrival, RemoteKv::kReceive, &rec);
+}
+
 void Cluster::on_prefill_sent(int prefill, RequestId id, int slot, const RequestRecord& rec) {
   router_->on_finished(prefill_stage(id), prefill);
   auto it = pending_.find(id.value());
   KVSIM_CHECK(it != pending_.end(), "prefill of request " << id.value() << " not pending");
   Pending& p = it->second;
   p.prefill_slot = slot;
+  p.prefill_finished = true;
+  p.prefill_done = ctx_.now();
+  if (p.decode_left) {
+    // Layer-wise: the decode instance refused the request while it was still prefilling here.
+    instances_[static_cast<size_t>(prefill)]->release_held(slot);
+    pending_.erase(it);
+    return;
+  }
+  if (p.forwarded) {
+    // Layer-wise: the decode side has the request since its last chunk was scheduled; the pull may be over.
+    if (p.pulled) finish_pull(id.value());
+    return;
+  }
+  p.forwarded = true;
   // The proxy forwards the request with the prefill's kv_transfer_params to the decode instance.
   ++routed_[static_cast<size_t>(p.decode)];
   const SimTime arrival = p.spec.arrival;
@@ -304,22 +332,37 @@ void Cluster::on_flow_done(RequestId id, const TransferRecord& done) {
   KVSIM_CHECK(it != pending_.end(), "flow of request " << id.value() << " not pending");
   Pending& p = it->second;
   if (--p.flows_left > 0) return;
-  // Every flow ended: the decode side has the blocks; the prefill side is told to free them.
+  p.pulled = true;
+  // Layer-wise: the last layers leave the prefill side only when its step ends.
+  if (p.prefill_finished) finish_pull(id.value());
+}
+
+void Cluster::finish_pull(int64_t id) {
+  // Every flow ended and the prefill is done: the decode side has the blocks; the prefill side is told
+  // to free them.
+  auto it = pending_.find(id);
+  KVSIM_CHECK(it != pending_.end(), "pull of request " << id << " not pending");
+  const Pending& p = it->second;
   const int decode = p.decode, prefill = p.prefill, decode_slot = p.decode_slot, prefill_slot = p.prefill_slot;
-  const SimTime start = p.start;
+  const SimTime start = p.start, prefill_done = p.prefill_done;
   const int64_t bytes = p.bytes;
   pending_.erase(it);
   instances_[static_cast<size_t>(prefill)]->release_held(prefill_slot);
-  instances_[static_cast<size_t>(decode)]->remote_kv_loaded(decode_slot, start, ctx_.now(), bytes);
+  instances_[static_cast<size_t>(decode)]->remote_kv_loaded(decode_slot, start, ctx_.now(), bytes, prefill_done);
 }
 
 void Cluster::on_decode_done(int decode, RequestId id) {
   auto it = pending_.find(id.value());
   if (it != pending_.end()) {
-    // Refused by the decode instance before its pull: the prefill side frees at once.
+    // Refused by the decode instance before its pull: the prefill side frees at once (or, with layer-wise
+    // streaming, when its prefill ends).
     KVSIM_CHECK(it->second.decode_slot < 0, "request " << id.value() << " left during its pull");
-    instances_[static_cast<size_t>(it->second.prefill)]->release_held(it->second.prefill_slot);
-    pending_.erase(it);
+    if (it->second.prefill_finished) {
+      instances_[static_cast<size_t>(it->second.prefill)]->release_held(it->second.prefill_slot);
+      pending_.erase(it);
+    } else {
+      it->second.decode_left = true;
+    }
   }
   on_done(decode, id);
 }

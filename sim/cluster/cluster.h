@@ -172,7 +172,14 @@ class Cluster final : private IClusterView {
     SimTime start;
     int flows_left = 0;
     int64_t bytes = 0;
+    bool pulled = false;            // every flow ended
+    bool prefill_finished = false;  // the prefill instance sampled its token (its slot is set)
+    bool forwarded = false;         // the decode instance has the request
+    bool decode_left = false;       // layer-wise: the decode instance refused it before the prefill ended
+    SimTime prefill_done;
   };
+  void on_last_prefill_chunk(RequestId id, const RequestRecord& rec);
+  void finish_pull(int64_t id);
   std::unordered_map<int64_t, Pending> pending_;
   bool link_sample_pending_ = false;
   int64_t disaggregated_ = 0;

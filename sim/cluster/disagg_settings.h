@@ -25,6 +25,12 @@ struct DisaggSettings {
   // ~28 GB/s on a 400G NIC, MORI #351) and a per-descriptor posting cost (~3 us, vLLM #34054); 0 = none.
   double per_flow_cap = 0;  // bytes/s
   double per_descriptor_s = 0;
+  // Layer-wise streaming (LLMServingSim style; vLLM's NIXL connector pulls whole requests after the
+  // prefill): the decode instance gets the request when the prefill instance schedules its last prompt
+  // chunk, allocates and starts pulling while that step computes; the pull ends no earlier than the
+  // prefill. This overlaps the transfer with the last chunk's compute (the whole prefill when the prompt
+  // fits one chunk), an upper bound on what per-layer sends hide.
+  bool layerwise = false;
   // Link utilisation samples (/timeseries/links) every this many seconds while requests are in flight.
   double utilisation_interval_s = 0.1;
 };

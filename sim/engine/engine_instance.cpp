@@ -59,10 +59,9 @@ void EngineInstance::submit(RequestSpec spec, SimTime arrival, RemoteKv remote, 
   }
   // vLLM: max_tokens is capped so prompt + output fits max_model_len.
   // NIXL proxy: the prefill side gets max_tokens = 1 (toy_proxy_server.py).
-  const int64_t max_output =
-      remote == RemoteKv::kSend
-          ? 1
-          : std::min<int64_t>(std::max<int64_t>(spec.output_tokens, 1), config_.max_model_len - prompt);
+  const int64_t max_output = remote == RemoteKv::kSend ? 1
+                                                       : std::min<int64_t>(std::max<int64_t>(spec.output_tokens, 1),
+                                                                           config_.max_model_len - prompt);
   const int slot = scheduler_.add_request(std::move(spec), prompt, max_output, arrival, remote);
   RequestRecord& rec = scheduler_.request(slot).record;
   if (remote == RemoteKv::kSend) rec.prefill_submitted = ctx_.now();
@@ -87,8 +86,9 @@ void EngineInstance::submit(RequestSpec spec, SimTime arrival, RemoteKv remote, 
   request_schedule();
 }
 
-void EngineInstance::remote_kv_loaded(int slot, SimTime start, SimTime end, int64_t bytes) {
+void EngineInstance::remote_kv_loaded(int slot, SimTime start, SimTime end, int64_t bytes, SimTime prefill_done) {
   RequestRecord& rec = scheduler_.request(slot).record;
+  rec.prefill_done = prefill_done;
   rec.transfer_start = start;
   rec.transfer_end = end;
   rec.transfer_bytes = bytes;
@@ -140,6 +140,14 @@ void EngineInstance::on_schedule() {
     const int slot = scheduler_.pop_unschedulable_head();
     emit_rejected(scheduler_.request(slot).record);
     scheduler_.release(slot);
+  }
+  if (on_last_prefill_chunk_) {
+    for (const ScheduledRequest& s : out_.scheduled) {
+      const EngineRequest& r = scheduler_.request(s.slot);
+      if (r.remote == RemoteKv::kSend && s.num_computed_before < r.prompt_tokens &&
+          s.num_computed_before + s.num_tokens >= r.prompt_tokens)
+        on_last_prefill_chunk_(r.record.id, r.record);
+    }
   }
   const BatchShape shape = batch_shape();
   const Duration d = latency_.step_time(shape);

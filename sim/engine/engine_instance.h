@@ -69,7 +69,14 @@ class EngineInstance {
   void set_on_remote_wait(std::function<void(RequestId, int slot, int64_t local_hit_tokens)> cb) {
     on_remote_wait_ = std::move(cb);
   }
-  void remote_kv_loaded(int slot, SimTime start, SimTime end, int64_t bytes);
+  // Layer-wise streaming (cluster.disaggregation.layerwise): runs when a kSend request's last prompt
+  // chunk is scheduled, before its step, with the record so far (no finish time yet).
+  void set_on_last_prefill_chunk(std::function<void(RequestId, const RequestRecord&)> cb) {
+    on_last_prefill_chunk_ = std::move(cb);
+  }
+  // `prefill_done`: when the prefill side sampled its token (it may come after the pull's start with
+  // layer-wise streaming; recorded as the request's prefill_done).
+  void remote_kv_loaded(int slot, SimTime start, SimTime end, int64_t bytes, SimTime prefill_done);
   void release_held(int slot);
   void set_on_done(DoneCallback cb) { on_done_ = std::move(cb); }
   // Called once per request when its first token is sampled, at that instant.
@@ -106,6 +113,7 @@ class EngineInstance {
   DoneCallback on_done_;
   std::function<void(RequestId)> on_first_token_;
   std::function<void(RequestId, int, const RequestRecord&)> on_prefill_sent_;
+  std::function<void(RequestId, const RequestRecord&)> on_last_prefill_chunk_;
   std::function<void(RequestId, int, int64_t)> on_remote_wait_;
   SchedulerOutput out_;
   SimTime step_start_;

@@ -111,9 +111,12 @@ void RunCollector::on_request_done(const RequestRecord& r) {
       ttft_router_.add(ms_between(r.arrival, r.prefill_submitted));
       ttft_prefill_queue_.add(ms_between(r.prefill_submitted, first));
       ttft_prefill_.add(ms_between(first, r.prefill_done));
-      ttft_decode_queue_.add(ms_between(r.prefill_done, r.transfer_start) +
+      // With layer-wise streaming the pull starts before the prefill ends: only its part after the
+      // prefill is TTFT's transfer part.
+      const SimTime visible_start = std::max(r.transfer_start, r.prefill_done);
+      ttft_decode_queue_.add(ms_between(r.prefill_done, visible_start) +
                              ms_between(r.transfer_end, r.decode_scheduled));
-      ttft_pull_.add(ms_between(r.transfer_start, r.transfer_end));
+      ttft_pull_.add(ms_between(visible_start, r.transfer_end));
       ttft_first_step_.add(ms_between(r.decode_scheduled, r.first_token));
     }
     if (r.transfer_end >= r.transfer_start && r.transfer_end > SimTime::zero())

@@ -448,12 +448,13 @@ ClusterSettings read_cluster(const Reader& r, const YAML::Node& root, const Scen
     if (!c.disaggregated) r.fail(w, "only for a cluster with prefill and decode pools");
     r.only_keys(d, w,
                 {"decider", "threshold", "max_local_prefill", "max_prefill_queue", "hybrid_hetero_tp", "per_flow_cap",
-                 "per_descriptor", "utilisation_interval"});
+                 "per_descriptor", "utilisation_interval", "layerwise"});
     DisaggSettings& ds = c.disaggregation;
     if (d["decider"]) {
       ds.decider = r.str(d["decider"], k("decider"));
       if (ds.decider != "llm_d" && ds.decider != "dynamo" && ds.decider != "always" && ds.decider != "never")
-        r.fail(k("decider"), "unknown decider " + quote_for_message(ds.decider) + " (known: always, dynamo, llm_d, never)");
+        r.fail(k("decider"),
+               "unknown decider " + quote_for_message(ds.decider) + " (known: always, dynamo, llm_d, never)");
     }
     if (d["threshold"]) ds.threshold = r.integer(d["threshold"], k("threshold"), 0, int64_t{1} << 40);
     if (d["max_local_prefill"])
@@ -461,6 +462,7 @@ ClusterSettings read_cluster(const Reader& r, const YAML::Node& root, const Scen
     if (d["max_prefill_queue"])
       ds.max_prefill_queue = static_cast<int>(r.integer(d["max_prefill_queue"], k("max_prefill_queue"), 1, 1 << 30));
     if (d["hybrid_hetero_tp"]) ds.hybrid_hetero_tp = r.boolean(d["hybrid_hetero_tp"], k("hybrid_hetero_tp"));
+    if (d["layerwise"]) ds.layerwise = r.boolean(d["layerwise"], k("layerwise"));
     if (d["per_flow_cap"]) {
       const std::string v = r.str(d["per_flow_cap"], k("per_flow_cap"));
       ds.per_flow_cap = v == "none" ? 0 : parse_bandwidth(v, s.path + ": " + k("per_flow_cap"));

@@ -226,3 +226,41 @@ TEST(Disagg, TopologyErrorsAndUnreachablePairsExitTwoWithOneLine) {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+TEST(Disagg, LayerwiseStreamingHidesThePullBehindThePrefill) {
+  // One 4,000-token prompt (one chunk), prefill on node0/gpu0, decode on node1/gpu0 over one IB NDR rail:
+  // the whole-request pull takes 17 us + 4,000 x 147,456 B / 35 GB/s = 16.87 ms after the prefill; the
+  // layer-wise pull starts with the prefill step and is over before it ends (the step takes far longer),
+  // so TTFT drops by the whole pull and the visible transfer part is 0.
+  const std::string base = R"(
+model: models/qwen3-8b.json
+gpu: h100-sxm
+seed: 1
+engine: {block_size: 16}
+workload:
+  synthetic: {kind: poisson, rate: 1, num_requests: 1, input_tokens: 4000, output_tokens: 4}
+cluster:
+  topology: hgx-h100-2node-ib-ndr
+  pools:
+    - {name: p, role: prefill, instances: 1, placement: [node0/gpu0]}
+    - {name: d, role: decode, instances: 1, placement: [node1/gpu0]}
+)";
+  const SimulationResult whole =
+      run_simulation(parse_scenario(base + "  disaggregation: {decider: always}\n", "d.yaml"));
+  const SimulationResult layer =
+      run_simulation(parse_scenario(base + "  disaggregation: {decider: always, layerwise: true}\n", "d.yaml"));
+  const double pull_ms = (17e-6 + 4000.0 * 147'456 / 35e9) * 1e3;
+  const auto& w = whole.summary.disaggregation;
+  const auto& l = layer.summary.disaggregation;
+  EXPECT_NEAR(w.pull_ms.mean, pull_ms, 1e-3);
+  ASSERT_GT(w.prefill_ms.mean, pull_ms);  // the premise: the prefill step outlasts the pull
+  EXPECT_NEAR(l.pull_ms.mean, 0.0, 1e-9);
+  EXPECT_NEAR(whole.summary.ttft_ms.mean - layer.summary.ttft_ms.mean, pull_ms, 1e-3);
+  EXPECT_DOUBLE_EQ(l.bytes, w.bytes);  // the same blocks cross
+}
+
+}  // namespace
+}  // namespace kvsim
