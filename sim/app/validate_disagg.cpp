@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 
 #include "sim/core/errors.h"
 #include "sim/net/topology.h"
@@ -19,7 +20,7 @@ struct BuiltIn {
   const char* name;
   int nodes;
 };
-constexpr BuiltIn kBuiltIns[] = {{"hgx-h100-2node-ib-ndr", 2}, {"hgx-h100-16node-ib-ndr", 16}};
+constexpr BuiltIn kBuiltIns[] = {{"hgx-h100-2node-ib-ndr", 2}, {"hgx-4node-ib-ndr", 4}, {"hgx-h100-16node-ib-ndr", 16}};
 
 // cluster.topology as the simulator resolves it (simulation.cpp topology_file): a name in
 // <hardware_dir>/../topologies, or a path to a YAML file.
@@ -107,8 +108,9 @@ std::optional<DisaggregatedPoint> read_disaggregated_columns(const CsvFile& f, s
       if (d.topology.empty() && need <= b.nodes) d.topology = b.name;
     if (d.topology.empty())
       throw InputError(f.where(row, *c_dw) + ": " + sides + " need " + std::to_string(need) +
-                       " HGX nodes with a node per side; the largest built-in topology, " + kBuiltIns[1].name +
-                       ", has " + std::to_string(kBuiltIns[1].nodes) + " (give a topology column)");
+                       " HGX nodes with a node per side; the largest built-in topology, " +
+                       std::end(kBuiltIns)[-1].name + ", has " + std::to_string(std::end(kBuiltIns)[-1].nodes) +
+                       " (give a topology column)");
   }
   const std::string path = resolve_topology(d.topology, hardware_dir);
   if (!std::filesystem::exists(path))

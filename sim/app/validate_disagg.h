@@ -8,7 +8,7 @@
 // cache pulled by the decode instance over the topology), both pools with the row's engine settings.
 //  - topology empty: the GPU must be h100-sxm or h200 (HGX H100 and H200 share NVLink4 and 400 Gb/s
 //    NDR NICs), and each side gets its own nodes of the smallest built-in leaf/spine fabric that holds
-//    them (hgx-h100-2node-ib-ndr, else hgx-h100-16node-ib-ndr): prefill instances packed from node 0,
+//    them (hgx-h100-2node-ib-ndr, hgx-4node-ib-ndr, hgx-h100-16node-ib-ndr): prefill instances packed from node 0,
 //    decode instances from the first node after them, so the pull crosses the IB fabric as in the
 //    measured multi-node P/D setups (Mooncake's vLLM P/D table, latency-model.md section 4.1).
 //  - topology given (a name in <hardware_dir>/../topologies or a .yaml path): prefill then decode

@@ -59,12 +59,15 @@ TEST(ValidateDisagg, DefaultTopologyGrowsToTheNodesNeeded) {
   // 2 x TP8 prefill + 1 x TP8 decode: 3 nodes, more than the 2-node fabric has.
   const auto ps = points("vd_three_nodes.csv", std::string(kRow) + "2,8,1,8,\n");
   const DisaggregatedPoint& d = *ps[0].disagg;
-  EXPECT_EQ(d.topology, "hgx-h100-16node-ib-ndr");
+  EXPECT_EQ(d.topology, "hgx-4node-ib-ndr");
   ASSERT_EQ(d.prefill_gpus.size(), 16u);
   EXPECT_EQ(d.prefill_gpus.front(), "node0/gpu0");
   EXPECT_EQ(d.prefill_gpus.back(), "node1/gpu7");
   ASSERT_EQ(d.decode_gpus.size(), 8u);
   EXPECT_EQ(d.decode_gpus.front(), "node2/gpu0");
+  // 3 x TP8 + 2 x TP8: 5 nodes, more than the 4-node fabric has.
+  EXPECT_EQ(points("vd_five_nodes.csv", std::string(kRow) + "3,8,2,8,\n")[0].disagg->topology,
+            "hgx-h100-16node-ib-ndr");
 }
 
 TEST(ValidateDisagg, GivenTopologyIsPackedNodeByNode) {
