@@ -8,7 +8,11 @@ unfinished requests counted in the legend), concurrency.png, kv_usage.png (fract
 hit_rate.png, throughput.png, steps.png (prefill / decode tokens per step, preemptions over time),
 lost_reuse.png (by cause) and, for a run
 with several instances (a cluster), instance_load.png (running + waiting and KV usage per instance over
-time) and instance_hit_rate.png (token hit rate per instance, coloured by pool).
+time) and instance_hit_rate.png (token hit rate per instance, coloured by pool). A disaggregated run
+(requests prefilled on a prefill instance) also gets link_utilisation.png (the busiest links of /links
+by bytes, their /timeseries/links utilisation over time) and ttft_breakdown.png (the six TTFT parts:
+router, prefill queue, prefill, decode queue, transfer, first decode step; mean and p50 from the
+summary's disaggregation.ttft_breakdown_ms, else computed per request from /requests).
 """
 import argparse
 import json
@@ -99,6 +103,119 @@ def plot_instances(requests, per_instance, pool_names, title, out):
     ax.set_title(f"{title}: prefix-cache hit rate per instance")
     ax.grid(True, alpha=0.3, axis="y")
     written.append(save(fig, out, "instance_hit_rate.png"))
+    return written
+
+
+TTFT_PARTS = ("router", "prefill_queue", "prefill", "decode_queue", "transfer", "first_decode_step")
+
+
+def read_links(path):
+    """/links (with name and type per row) and /timeseries/links as DataFrames (empty when absent)."""
+    with h5py.File(path, "r") as f:
+        links = read_group(f, "links")
+        series = read_group(f, "timeseries/links")
+        attrs = f["links/id"].attrs if "links/id" in f else {}
+        for key in ("names", "types"):
+            text = attrs.get(key, "")
+            text = text.decode() if isinstance(text, bytes) else text
+            values = text.split(",") if text else []
+            if len(links) and len(values) == len(links):
+                links[key[:-1]] = values
+    return links, series
+
+
+def ttft_parts(requests, summary):
+    """{part: (mean ms, p50 ms)} of the disaggregated finished requests and where they came from.
+
+    The summary's ttft_breakdown_ms is exact (the router part needs the prefill submission time, which
+    /requests lacks); without it the parts are computed per request, the router part folded into the
+    prefill queue (first_scheduled_s - arrival_s)."""
+    block = summary.get("disaggregation", {}).get("ttft_breakdown_ms", {})
+    if all(p in block for p in TTFT_PARTS):
+        return {p: (block[p].get("mean", 0.0), block[p].get("p50", 0.0)) for p in TTFT_PARTS}, "summary"
+    r = requests[(requests["prefill_instance"] >= 0) & (requests["finished"] == 1)]
+    per = {
+        "router": pd.Series(0.0, index=r.index),
+        "prefill_queue": r["first_scheduled_s"] - r["arrival_s"],
+        "prefill": r["prefill_done_s"] - r["first_scheduled_s"],
+        "decode_queue": (r["transfer_start_s"] - r["prefill_done_s"]) + (r["decode_scheduled_s"] - r["transfer_end_s"]),
+        "transfer": r["transfer_end_s"] - r["transfer_start_s"],
+        "first_decode_step": r["first_token_s"] - r["decode_scheduled_s"],
+    }
+    out = {}
+    for p, v in per.items():
+        v = v.dropna() * 1e3
+        out[p] = (float(v.mean()) if len(v) else 0.0, float(v.median()) if len(v) else 0.0)
+    return out, "per request"
+
+
+def plot_disaggregation(path, requests, summary, title, out, busiest=5):
+    """Link utilisation over time (the `busiest` links by bytes) and the TTFT breakdown."""
+    written = []
+    links, series = read_links(path)
+    fig, axes = plt.subplots(2, 1, figsize=(8, 6.5), gridspec_kw={"height_ratios": [1.6, 1]})
+    ax = axes[0]
+    top = links.sort_values("bytes", ascending=False, kind="stable").head(busiest) if len(links) else links
+    names = [row["name"] if "name" in row else f"link {int(row['id'])}" for _, row in top.iterrows()]
+    drawn = 0
+    for k, (_, row) in enumerate(top.iterrows()):
+        s = series[series["link"] == row["id"]] if len(series) else series
+        if len(s):
+            label = f"{names[k]} ({row['bytes'] / 1e9:.3g} GB)"
+            # Samples exist only while the link carries bytes (0 elsewhere): stems, not a joined line.
+            ax.vlines(s["time_s"], 0, s["utilisation"], lw=0.6, color=f"C{k}", alpha=0.6)
+            ax.plot(s["time_s"], s["utilisation"], ".", ms=3, color=f"C{k}", label=label)
+            drawn += 1
+    if drawn:
+        ax.legend(fontsize=7, loc="center right")
+    else:
+        ax.text(0.5, 0.5, "no link utilisation samples (/timeseries/links;\n"
+                "cluster.disaggregation.utilisation_interval)", ha="center", va="center", transform=ax.transAxes)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("utilisation at each sample")
+    ax.set_title(f"{title}\nlink utilisation, busiest {len(top)} of {len(links)} links by bytes", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    # Mean (over the run) and peak (over the samples) utilisation of the same links, from /links.
+    y = np.arange(len(top))
+    if len(top):
+        axes[1].barh(y + 0.2, top["mean_utilisation"], 0.4, color="C0", label="mean (run)")
+        axes[1].barh(y - 0.2, top["peak_utilisation"], 0.4, color="C3", label="peak (samples)")
+        axes[1].legend(fontsize=7, loc="lower right")
+    axes[1].set_yticks(y)
+    axes[1].set_yticklabels(names, fontsize=7)
+    axes[1].invert_yaxis()
+    axes[1].set_xlim(0, 1.05)
+    axes[1].set_xlabel("utilisation (of capacity)")
+    axes[1].grid(True, alpha=0.3, axis="x")
+    written.append(save(fig, out, "link_utilisation.png"))
+
+    parts, source = ttft_parts(requests, summary)
+    labels = [p.replace("_", " ") for p in TTFT_PARTS]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1, 2.2]})
+    bottom = 0.0
+    for k, p in enumerate(TTFT_PARTS):
+        mean = parts[p][0]
+        axes[0].bar(["mean TTFT"], [mean], bottom=bottom, color=f"C{k}", label=f"{labels[k]} {mean:.3g} ms")
+        bottom += mean
+    axes[0].set_ylabel("ms")
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes[0].set_title("means stacked (they sum to the mean TTFT)", fontsize=9)
+    x = np.arange(len(TTFT_PARTS))
+    axes[1].bar(x - 0.2, [parts[p][0] for p in TTFT_PARTS], 0.4, color="C0", label="mean")
+    axes[1].bar(x + 0.2, [parts[p][1] for p in TTFT_PARTS], 0.4, color="C1", label="p50")
+    for k, p in enumerate(TTFT_PARTS):
+        for dx, v in ((-0.2, parts[p][0]), (0.2, parts[p][1])):
+            axes[1].annotate(f"{v:.3g}", (x[k] + dx, v), ha="center", va="bottom", fontsize=6)
+    axes[1].set_xticks(x)
+    axes[1].set_xticklabels(labels, rotation=20, fontsize=8)
+    axes[1].set_ylabel("ms")
+    axes[1].legend(fontsize=8)
+    axes[1].set_title(f"per part (from the {source})", fontsize=9)
+    for a in axes:
+        a.grid(True, alpha=0.3, axis="y")
+    fig.suptitle(f"{title}: TTFT breakdown of disaggregated requests", fontsize=10)
+    written.append(save(fig, out, "ttft_breakdown.png"))
     return written
 
 
@@ -280,6 +397,8 @@ def plot_all(path, out, title=None):
     per_instance, pool_names = read_instances(path)
     if len(per_instance) and per_instance["instance"].nunique() > 1:
         written += plot_instances(requests, per_instance, pool_names, title, out)
+    if "prefill_instance" in requests and (requests["prefill_instance"] >= 0).any():
+        written += plot_disaggregation(path, requests, summary, title, out)
     return written
 
 

@@ -54,6 +54,23 @@ void print_summary(const std::string& label, const std::vector<const Row*>& rows
   out << buf;
 }
 
+// After a disaggregated row: its sides, topology and the mean pull (first flow start to last flow end)
+// over the measured requests prefilled remotely.
+std::string disaggregated_suffix(const DisaggregatedPoint& d, const RunCollector& c, int64_t first_id) {
+  double pull_ms = 0;
+  int64_t n = 0;
+  for (const RequestRow& r : c.requests()) {
+    if (r.id < first_id || !r.finished || r.prefill_instance < 0) continue;
+    pull_ms += static_cast<double>((r.transfer_end - r.transfer_start).ns()) * 1e-6;
+    ++n;
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "  P/D %dxTP%d -> %dxTP%d on %s, %lld remote prefill(s), mean pull %.2f ms",
+                d.prefill_workers, d.prefill_tp, d.decode_workers, d.decode_tp, d.topology.c_str(),
+                static_cast<long long>(n), n > 0 ? pull_ms / static_cast<double>(n) : 0.0);
+  return buf;
+}
+
 }  // namespace
 
 std::vector<ValidationPoint> read_validation_points(const std::string& path, const std::string& hardware_dir) {
@@ -121,6 +138,7 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       else
         throw InputError(f.where(r, *c_chunk) + ": expected true or false (got '" + v + "')");
     }
+    p.disagg = read_disaggregated_columns(f, r, p.gpu, p.tp, hw, hardware_dir);
     out.push_back(p);
   }
   return out;
@@ -166,6 +184,7 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
     y += "  max_num_batched_tokens: " + std::to_string(*p.max_num_batched_tokens) + "\n";
   if (cols && p.enable_chunked_prefill)
     y += std::string("  enable_chunked_prefill: ") + (*p.enable_chunked_prefill ? "true" : "false") + "\n";
+  if (p.disagg) y += "cluster:\n" + disaggregated_cluster_yaml(*p.disagg);
   y += "workload:\n  synthetic:\n";
   y += "    kind: shared_prefix\n";
   y += "    groups: " + std::to_string(n) + "\n";
@@ -180,7 +199,8 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
 int run_validate_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc(
       "kvsim validate POINTS.csv [options]\n\nSimulate measured end-to-end points (closed loop at each point's "
-      "concurrency) and report TTFT / TPOT error",
+      "concurrency) and report TTFT / TPOT error. Rows with prefill_workers and decode_workers (optional prefill_tp, "
+      "decode_tp, topology) run as a prefill pool and a decode pool (models/latency/README.md)",
       kHelpLineLength, kHelpLineLength / 2);
   // clang-format off
   desc.add_options()
@@ -251,7 +271,8 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     Row row;
     row.p = p;
     row.cls = model_class(r.model);
-    const PointMeans m = measured_means(*r.collector, static_cast<int64_t>(protocol.warmup_per_slot) * p.concurrency);
+    const int64_t first_id = static_cast<int64_t>(protocol.warmup_per_slot) * p.concurrency;
+    const PointMeans m = measured_means(*r.collector, first_id);
     row.ttft = m.ttft_ms;
     row.tpot = m.tpot_ms;
     std::string name = p.model.substr(p.model.find_last_of('/') + 1);
@@ -271,12 +292,12 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
       excluded.push_back(p.line);
       continue;
     }
-    std::snprintf(buf, sizeof buf, "%-5d %-28s %-10s %-6s %2d %5lld %5lld %4d %9.1f %9.1f %+7.1f %8.2f %8.2f %+7.1f\n",
+    std::snprintf(buf, sizeof buf, "%-5d %-28s %-10s %-6s %2d %5lld %5lld %4d %9.1f %9.1f %+7.1f %8.2f %8.2f %+7.1f",
                   p.line, name.c_str(), p.gpu.c_str(), p.engine.c_str(), p.tp, static_cast<long long>(p.isl),
                   static_cast<long long>(p.osl), p.concurrency, p.ttft_ms, row.ttft,
                   (row.ttft - p.ttft_ms) / p.ttft_ms * 100, p.tpot_ms, row.tpot,
                   (row.tpot - p.tpot_ms) / p.tpot_ms * 100);
-    out << buf;
+    out << buf << (p.disagg ? disaggregated_suffix(*p.disagg, *r.collector, first_id) : "") << "\n";
     rows.push_back(row);
   }
   out << "\nabsolute relative error (%), " << protocol.warmup_per_slot << " + " << protocol.requests_per_slot

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/app/validate_disagg.h"
 #include "sim/metrics/run_collector.h"
 #include "sim/scenario/scenario.h"
 
@@ -27,6 +28,9 @@ struct ValidationPoint {
   std::optional<int64_t> max_num_batched_tokens;
   std::optional<int> max_num_seqs;
   std::optional<bool> enable_chunked_prefill;
+  // A disaggregated point (optional columns prefill_workers, prefill_tp, decode_workers, decode_tp,
+  // topology; sim/app/validate_disagg.h); nullopt: one colocated instance at `tp`.
+  std::optional<DisaggregatedPoint> disagg;
 };
 
 // How a point is measured: a closed loop of `concurrency` clients sending
@@ -53,12 +57,13 @@ struct PointMeans {
 PointMeans measured_means(const RunCollector& c, int64_t first_id);
 
 // Reads and checks the points: columns model, gpu, tp, isl, osl, concurrency, ttft_ms, tpot_ms
-// (optional engine, dtype, max_num_batched_tokens, max_num_seqs, enable_chunked_prefill; others
-// ignored). Errors name file, line and column.
+// (optional engine, dtype, max_num_batched_tokens, max_num_seqs, enable_chunked_prefill, and the
+// disaggregated columns of validate_disagg.h; others ignored). Errors name file, line and column.
 std::vector<ValidationPoint> read_validation_points(const std::string& path, const std::string& hardware_dir);
 
 // The closed-loop scenario of one point: (warmup + requests) x concurrency requests of isl unique
-// prompt tokens and exactly osl output tokens, `concurrency` in flight, prefix caching off.
+// prompt tokens and exactly osl output tokens, `concurrency` in flight, prefix caching off. A
+// disaggregated point adds its cluster: section (prefill and decode pools, decider always).
 Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol& protocol,
                              const std::string& hardware_dir, const std::string& latency_model);
 

@@ -61,6 +61,7 @@ TEST(PlotScript, WritesEveryPngForARunFile) {
     EXPECT_GT(fs::file_size(dir / "plots" / png), 1000u) << png;
   }
   EXPECT_FALSE(fs::exists(dir / "plots" / "instance_load.png")) << "one instance: no per-instance plots";
+  EXPECT_FALSE(fs::exists(dir / "plots" / "ttft_breakdown.png")) << "colocated: no disaggregation plots";
   fs::remove_all(dir);
 }
 
@@ -102,6 +103,28 @@ TEST(PlotScript, ClusterRunGetsPerInstancePlots) {
                           (dir / "plots").string() + " >/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   for (const char* png : {"instance_load.png", "instance_hit_rate.png"})
+    EXPECT_GT(fs::file_size(dir / "plots" / png), 1000u) << png;
+  fs::remove_all(dir);
+}
+
+// A disaggregated run (kvsim on the 1P1D NVLink scenario) gets the link-utilisation and TTFT-breakdown
+// panels, besides every PNG of a single-engine run; a colocated run (above) gets neither.
+TEST(PlotScript, DisaggregatedRunGetsLinkAndTtftBreakdownPlots) {
+  const std::string python = plotting_python();
+  if (python.empty()) GTEST_SKIP() << "no python3 with h5py, pandas and matplotlib";
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_plot_disagg_test_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string run = (dir / "run.h5").string();
+  const std::string sim = std::string("cd ") + KVSIM_SOURCE_DIR + " && " + KVSIM_BINARY +
+                          " run scenarios/disagg/qwen3-8b-1p1d-nvlink.yaml -q --set workload.trace.limit=200 --out " +
+                          run + " >/dev/null";
+  ASSERT_EQ(std::system(sim.c_str()), 0) << sim;
+  const std::string cmd = python + " " + KVSIM_SOURCE_DIR + "/analysis/plot.py " + run + " --out " +
+                          (dir / "plots").string() + " >/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  for (const char* png : {"link_utilisation.png", "ttft_breakdown.png", "ttft_cdf.png", "instance_load.png"})
     EXPECT_GT(fs::file_size(dir / "plots" / png), 1000u) << png;
   fs::remove_all(dir);
 }
