@@ -318,6 +318,7 @@ void Cluster::start_pull(int decode, RequestId id, int slot, int64_t local_hit) 
     const auto path = disagg_->network->topology().route(t.src_gpu, t.dst_gpu, hash);
     KVSIM_CHECK(path.has_value(), "no path between GPUs " << t.src_gpu << " and " << t.dst_gpu);
     t.hops = static_cast<int>(path->links.size());
+    t.links = path->links;  // the network routes the flow by the same hash: the same path
     const Duration extra = Duration::ns(per_descriptor.ns() * f.descriptors);
     disagg_->network->start(
         t.src_gpu, t.dst_gpu, f.bytes, hash, [this, t]() mutable { on_flow_done(t.id, t); }, 0, extra);

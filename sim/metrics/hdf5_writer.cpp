@@ -221,6 +221,7 @@ struct RunFileStream::Impl {
     tr_dst_gpu = I(w, tr.get(), "dst_gpu", z);
     tr_bytes = I(w, tr.get(), "bytes", z);
     tr_hops = I(w, tr.get(), "hops", z);
+    tr_path = I(w, tr.get(), "path_links", z);
     tr_start = D(w, tr.get(), "start_s", z, "s");
     tr_end = D(w, tr.get(), "end_s", z, "s");
     Handle st = w.group(file.get(), "steps");
@@ -270,7 +271,7 @@ struct RunFileStream::Impl {
       st_used, st_cached, st_preemptions, st_instance;
   Column<double> ts_time, pi_time, pi_usage;
   Column<int64_t> rq_prefill_instance, rq_transfer_bytes, tr_id, tr_src_instance, tr_dst_instance, tr_src_rank,
-      tr_dst_rank, tr_src_gpu, tr_dst_gpu, tr_bytes, tr_hops, ln_link;
+      tr_dst_rank, tr_src_gpu, tr_dst_gpu, tr_bytes, tr_hops, tr_path, ln_link;
   Column<double> rq_prefill_done, rq_transfer_start, rq_transfer_end, rq_decode_scheduled, tr_start, tr_end, ln_time,
       ln_rate, ln_util;
   Column<int64_t> ts_running, ts_waiting, ts_used, ts_concurrency, pi_instance, pi_running, pi_waiting, pi_used;
@@ -379,6 +380,9 @@ void RunFileStream::write_transfers(const std::vector<TransferRecord>& rows) {
     m.tr_dst_gpu.append(w, column_of(rows, [&](const T& t) { return i64(t.dst_gpu); }));
     m.tr_bytes.append(w, column_of(rows, [](const T& t) { return t.bytes; }));
     m.tr_hops.append(w, column_of(rows, [&](const T& t) { return i64(t.hops); }));
+    std::vector<int64_t> path;
+    for (const T& t : rows) path.insert(path.end(), t.links.begin(), t.links.end());
+    m.tr_path.append(w, path);
     m.tr_start.append(w, column_of(rows, [](const T& t) { return t.start.seconds(); }));
     m.tr_end.append(w, column_of(rows, [](const T& t) { return t.end.seconds(); }));
   });

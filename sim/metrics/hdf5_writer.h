@@ -14,7 +14,9 @@
 //               disaggregated requests prefill_instance (-1 otherwise), prefill_done_s,
 //               transfer_start_s, transfer_end_s, decode_scheduled_s (NaN otherwise), transfer_bytes.
 //   /transfers  one row per flow of a disaggregated pull: request, src_instance, dst_instance, src_rank,
-//               dst_rank, src_gpu, dst_gpu (topology GPU indices), bytes, hops, start_s, end_s
+//               dst_rank, src_gpu, dst_gpu (topology GPU indices), bytes, hops, start_s, end_s, and
+//               path_links: every flow's directed link ids (/links ids), flattened in row order (row i
+//               owns the hops[i] entries after those of the rows before it)
 //   /links      links that carried bytes: id, capacity_bytes_per_s, bytes, mean_utilisation,
 //               peak_utilisation (attributes "names", "types" on id: comma-separated)
 //               A time that was never reached is NaN: finish_s of unfinished requests,

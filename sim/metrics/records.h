@@ -97,7 +97,8 @@ struct TransferRecord {
   int src_gpu = 0;  // topology GPU indices
   int dst_gpu = 0;
   int64_t bytes = 0;
-  int hops = 0;  // directed links on the path
+  int hops = 0;            // directed links on the path
+  std::vector<int> links;  // the path's directed topology link ids, source to destination (hops of them)
   SimTime start;
   SimTime end;
 };

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "sim/app/simulation.h"
 #include "sim/core/errors.h"
@@ -78,6 +79,26 @@ TEST(Disagg, EveryRequestIsPrefilledRemotelyAndItsBytesMatchTheHandCount) {
   // NVLink 4 inside the node: 2 hops (GPU -> NVSwitch -> GPU), 5 us + S / (0.8 x 450 GB/s)
   // (latency-model.md 4.1: 5 us + S / 360 GB/s); S = 304 x 147,456 B = 44,826,624 B: 129.52 us.
   for (const TransferRecord& t : r.collector->transfers()) EXPECT_EQ(t.hops, 2);
+  // The path: the prefill GPU (packed first: node0/gpu0) to the NVSwitch, then to the decode GPU.
+  std::map<int, std::string> names;
+  for (const LinkTotal& l : d.links) names[l.id] = l.name;
+  for (const TransferRecord& t : r.collector->transfers()) {
+    ASSERT_EQ(t.links.size(), 2u);
+    EXPECT_EQ(names[t.links[0]], "node0/gpu0->node0/nvswitch");
+    EXPECT_EQ(names[t.links[1]], "node0/nvswitch->node0/gpu1");
+  }
+  // The run file holds the same flows and paths.
+  const fs::path file = fs::temp_directory_path() / ("kvsim_disagg_" + std::to_string(getpid()) + ".h5");
+  write_run_file(file.string(), *r.collector, s, run_meta(r));
+  {
+    const RunFileReader rd(file.string());
+    EXPECT_EQ(rd.read_ints("/transfers/bytes"), std::vector<int64_t>(12, kQwen3PerToken * 19 * 16));
+    const std::vector<int64_t> path = rd.read_ints("/transfers/path_links");
+    ASSERT_EQ(path.size(), 24u);
+    EXPECT_EQ(names[static_cast<int>(path[22])], "node0/gpu0->node0/nvswitch");
+    EXPECT_EQ(rd.read_ints("/requests/transfer_bytes"), std::vector<int64_t>(12, kQwen3PerToken * 19 * 16));
+  }
+  fs::remove(file);
   EXPECT_NEAR(d.pull_ms.p50, (5e-6 + 44'826'624 / 360e9) * 1e3, 1e-5);
   // The busiest link carried every byte once.
   ASSERT_FALSE(d.links.empty());
