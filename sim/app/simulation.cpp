@@ -219,6 +219,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     fo.compression = s.output.compression;
     for (const PoolRun& p : res.pools)
       for (int k = 0; k < p.info.instances; ++k) fo.usable_blocks.push_back(p.info.usable_blocks);
+    fo.kv_offload = res.pools.front().engine.kv_offload.enabled;
     file = std::make_unique<RunFileStream>(options.hdf5_path, fo);
   }
   std::unique_ptr<CsvRequestStream> csv;
@@ -320,6 +321,13 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
       t.bytes = network->link_bytes(l);
       info.links.push_back(std::move(t));
     }
+  }
+  const KvOffloadConfig& off = res.pools.front().engine.kv_offload;
+  if (off.enabled) {
+    info.kv_offload = true;
+    info.offload_tier = off.tier;
+    info.offload_size_bytes = off.size_bytes;
+    info.offload_policy = off.cost_policy ? "cost" : "vllm";
   }
   res.collector->flush();
   res.summary = res.collector->summarize(info);

@@ -430,6 +430,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
           r.record.matched_tokens = hit_.first_pass_tokens;
           r.record.cached_tokens = hit_.num_tokens;
           r.record.tier_cached_tokens = std::min(th.end, r.num_tokens - 1) - hit_.num_tokens;
+          r.record.tier_cached_blocks = th.tokens() / kv_.block_size();
           attribute_miss(r, std::min(th.end, r.num_tokens - 1), hit_.attention_tokens);
         }
         touch_hit(r, std::min(th.end, r.num_tokens - 1));

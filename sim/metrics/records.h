@@ -90,6 +90,7 @@ struct RequestRecord {
   // loads took (submission to end, queueing included), the bytes stored and the chunks whose store was
   // skipped because the tier was full of chunks that could not be evicted.
   int64_t tier_cached_tokens = 0;
+  int64_t tier_cached_blocks = 0;  // blocks loaded at the first admission
   int64_t tier_loaded_bytes = 0;
   int64_t tier_load_ns = 0;
   int tier_loads = 0;
