@@ -15,24 +15,6 @@ double reload_seconds(const TierSpec& t, int64_t bytes) {
 
 }  // namespace
 
-double prefill_seconds(const ILatencyModel& model, int64_t context, int64_t chunk) {
-  double t = 0;
-  for (int64_t done = 0; done < context; done += chunk) {
-    const int64_t c = std::min(chunk, context - done);
-    BatchShape b;
-    b.num_tokens = c;
-    b.num_prefill_tokens = c;
-    b.num_prefill_requests = 1;
-    const double cd = static_cast<double>(c);
-    b.prefill_attn_pairs = cd * (static_cast<double>(done) + (cd + 1) / 2);
-    b.prefill_attn_pairs_windowed = b.prefill_attn_pairs;
-    b.prefill_context_tokens = done + c;
-    b.prefill_context_tokens_windowed = done + c;
-    t += model.step_time(b).seconds();
-  }
-  return t;
-}
-
 RecomputeReport build_recompute_report(const ModelSpec& spec, const ILatencyModel& model, DType kv,
                                        const StateDtypes& dt, const Parallel& par, const std::vector<TierSpec>& tiers,
                                        const std::vector<int64_t>& contexts, int64_t max_context, int64_t chunk) {

@@ -14,6 +14,7 @@
 #include "sim/model/model_spec.h"
 #include "sim/model/sizing.h"
 #include "sim/perf/i_latency_model.h"
+#include "sim/perf/prefill_time.h"  // prefill_seconds
 
 namespace kvsim {
 
@@ -39,9 +40,6 @@ struct RecomputeReport {
   std::vector<RecomputeCrossover> crossovers;
   int64_t chunk = 0;
 };
-
-// Prefill time of `context` tokens, chunked.
-double prefill_seconds(const ILatencyModel& model, int64_t context, int64_t chunk);
 
 RecomputeReport build_recompute_report(const ModelSpec& spec, const ILatencyModel& model, DType kv,
                                        const StateDtypes& dt, const Parallel& par, const std::vector<TierSpec>& tiers,

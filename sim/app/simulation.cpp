@@ -23,6 +23,7 @@
 #include "sim/perf/latency_factory.h"
 #include "sim/scenario/hardware_catalog.h"
 #include "sim/scenario/topology_file.h"
+#include "sim/tier/offload_resolution.h"
 #include "sim/workload/workload_config.h"
 
 namespace kvsim {
@@ -135,7 +136,11 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
   const PoolSettings& p = s.cluster.pools.front();
   const ResolveContext where = pool_context(s, p);
-  return resolve_engine_config(p.engine, model, lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key), where);
+  EngineConfig cfg =
+      resolve_engine_config(p.engine, model, lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key), where);
+  cfg.kv_offload = resolve_kv_offload(p.engine.kv_offload, cfg.layout, p.engine.tensor_parallel_size,
+                                      cfg.enable_prefix_caching, hw, s.path, where.engine_key);
+  return cfg;
 }
 
 std::string latency_tables_dir(const std::string& hardware_dir) {
@@ -167,6 +172,8 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     const ResolveContext where = pool_context(s, p);
     const GpuSpec& gpu = lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key);
     EngineConfig cfg = resolve_engine_config(p.engine, res.model, gpu, where);
+    cfg.kv_offload = resolve_kv_offload(p.engine.kv_offload, cfg.layout, p.engine.tensor_parallel_size,
+                                        cfg.enable_prefix_caching, hw, s.path, where.engine_key);
     check_engine_startup(cfg, p.engine, where);
     LatencyModelSpec lm;
     lm.name = p.engine.latency_model;
@@ -212,6 +219,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     fo.compression = s.output.compression;
     for (const PoolRun& p : res.pools)
       for (int k = 0; k < p.info.instances; ++k) fo.usable_blocks.push_back(p.info.usable_blocks);
+    fo.kv_offload = res.pools.front().engine.kv_offload.enabled;
     file = std::make_unique<RunFileStream>(options.hdf5_path, fo);
   }
   std::unique_ptr<CsvRequestStream> csv;
@@ -313,6 +321,13 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
       t.bytes = network->link_bytes(l);
       info.links.push_back(std::move(t));
     }
+  }
+  const KvOffloadConfig& off = res.pools.front().engine.kv_offload;
+  if (off.enabled) {
+    info.kv_offload = true;
+    info.offload_tier = off.tier;
+    info.offload_size_bytes = off.size_bytes;
+    info.offload_policy = off.cost_policy ? "cost" : "vllm";
   }
   res.collector->flush();
   res.summary = res.collector->summarize(info);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sim/model/kv_layout.h"
+#include "sim/tier/offload_config.h"
 
 namespace kvsim {
 
@@ -63,6 +64,8 @@ struct EngineConfig {
   // A KV connector that accepts partial hybrid hits: attention blocks are reused up to the attention
   // match, the state is recomputed from the last saved state at or below it.
   bool kv_connector_partial_hybrid_hits = false;
+  // engine.kv_offload, resolved (sim/tier/offload_resolution.h); disabled: no tier, no events.
+  KvOffloadConfig kv_offload;
 };
 
 }  // namespace kvsim

@@ -22,6 +22,11 @@ double windowed_pairs(int64_t c, int64_t n, int64_t w) {
 
 EngineInstance::EngineInstance(SimContext& ctx, EngineConfig config, const ILatencyModel& latency, IRecordSink& sink)
     : ctx_(ctx), config_(std::move(config)), latency_(latency), sink_(sink), scheduler_(config_) {
+  if (config_.kv_offload.enabled) {
+    offload_ = std::make_unique<KvOffload>(ctx_, config_.kv_offload, config_.layout.block_size, latency_,
+                                           config_.max_num_batched_tokens);
+    scheduler_.set_offload(offload_.get());
+  }
   for (const KvCacheGroup& g : config_.layout.groups) {
     if (g.kind == KvGroupKind::kSlidingWindow) {
       window_ = g.window;
@@ -126,6 +131,7 @@ void EngineInstance::on_schedule() {
       emit_rejected(r.record);
       scheduler_.release(slot);
     }
+    if (offload_) start_tier_loads();
     for (const auto& [slot, hit] : out_.remote_waits) {
       KVSIM_CHECK(on_remote_wait_, "a pull with nobody to start it");
       on_remote_wait_(scheduler_.request(slot).record.id, slot, hit);
@@ -149,6 +155,7 @@ void EngineInstance::on_schedule() {
         on_last_prefill_chunk_(r.record.id, r.record);
     }
   }
+  if (offload_) offer_stores();
   const BatchShape shape = batch_shape();
   const Duration d = latency_.step_time(shape);
   KVSIM_CHECK(d >= Duration::ns(0), "negative step time from " << latency_.name());
@@ -211,9 +218,35 @@ BatchShape EngineInstance::batch_shape() const {
   return b;
 }
 
+void EngineInstance::offer_stores() {
+  // vLLM _build_store_jobs: tokens after the step = computed + scheduled; offloadable = that, capped at the
+  // prompt with offload_prompt_only; whole chunks only.
+  for (const ScheduledRequest& s : out_.scheduled) {
+    EngineRequest& r = scheduler_.request(s.slot);
+    int64_t upto = std::min(s.num_computed_before + s.num_tokens, r.num_tokens);
+    if (config_.kv_offload.offload_prompt_only) upto = std::min(upto, r.prompt_tokens);
+    offload_->offer_store(r.hasher.hashes(), r.next_store_chunk, upto, r.record);
+  }
+}
+
+void EngineInstance::start_tier_loads() {
+  for (const auto& [slot, hit] : out_.tier_loads) {
+    EngineRequest& r = scheduler_.request(slot);
+    r.record.tier_loaded_bytes += offload_->bytes_total(hit.tokens());
+    ++r.record.tier_loads;
+    const SimTime submitted = ctx_.now();
+    offload_->start_load(r.hasher.hashes(), hit, [this, slot, submitted](SimTime, SimTime end) {
+      scheduler_.request(slot).record.tier_load_ns += (end - submitted).ns();
+      scheduler_.tier_loaded(slot);
+      request_schedule();
+    });
+  }
+}
+
 void EngineInstance::on_step_done() {
   step_in_flight_ = false;
   const SimTime now = ctx_.now();
+  if (offload_) offload_->submit_stores();  // vLLM: stores built in step k are submitted at step k + 1
   StepRecord step;
   step.start = step_start_;
   step.end = now;

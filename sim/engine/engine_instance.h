@@ -10,12 +10,18 @@
 // emitted); a StepRecord is emitted; the next step is planned at once if there is work. No async
 // scheduling: a step is planned only after the previous one ended.
 //
+// KV offload (EngineConfig::kv_offload, sim/tier/kv_offload.h): after each plan the chunks the step
+// completes are offered for a store and submitted to the D2H queue when the step ends; a request admitted
+// with a tier hit waits in WAITING_FOR_REMOTE_KVS while its load runs, then is admitted again (rest of
+// the prompt). Off: no tier object, no events, results as before.
+//
 // Requests that can never run are rejected with an unfinished RequestRecord and a RejectReason: an
 // empty prompt, a prompt of max_model_len tokens or more, one whose blocks do not fit in the empty
 // pool (or beyond the budget without chunked prefill), or one that preempts itself alone in the pool
 // and so can never finish (Scheduler, kNoProgress).
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -89,6 +95,8 @@ class EngineInstance {
   const EngineTotals& totals() const { return totals_; }
   const Scheduler& scheduler() const { return scheduler_; }
   const KvCacheCoordinator& kv() const { return scheduler_.kv(); }
+  // The KV offload tier (engine.kv_offload); nullptr when off.
+  const KvOffload* offload() const { return offload_.get(); }
   // Blocks held by the request with this id in every group (tests); 0 if it holds none or is gone.
   int64_t held_blocks(RequestId id) const;
   // Leading entries of `hashes` (this instance's block hashes of a prompt, history group) present in
@@ -104,12 +112,16 @@ class EngineInstance {
   void on_step_done();
   BatchShape batch_shape() const;
   void emit_rejected(RequestRecord rec);
+  // KV offload: stores of the chunks this step completes, and the loads its admissions started.
+  void offer_stores();
+  void start_tier_loads();
 
   SimContext& ctx_;
   EngineConfig config_;
   const ILatencyModel& latency_;
   IRecordSink& sink_;
   Scheduler scheduler_;
+  std::unique_ptr<KvOffload> offload_;
   DoneCallback on_done_;
   std::function<void(RequestId)> on_first_token_;
   std::function<void(RequestId, int, const RequestRecord&)> on_prefill_sent_;

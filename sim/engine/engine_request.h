@@ -41,6 +41,10 @@ struct EngineRequest {
   bool first_token_emitted = false;
   RemoteKv remote = RemoteKv::kNone;
   bool remote_loaded = false;  // kReceive: the pull finished (admission then schedules the last token)
+  // KV offload (sim/tier/kv_offload.h): the next chunk to offer for a store (vLLM next_stored_block_idx)
+  // and, while a tier load runs (kWaitingForRemoteKvs), the token where the loaded span ends.
+  int64_t next_store_chunk = 0;
+  int64_t tier_load_end = 0;
   RequestRecord record;
 };
 

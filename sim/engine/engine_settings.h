@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "sim/tier/offload_config.h"
+
 namespace kvsim {
 
 struct EngineSettings {
@@ -38,6 +40,7 @@ struct EngineSettings {
   bool shared_prefix_checkpoint = true;  // vLLM PR #37898
   int prefix_match_unit = 0;             // 0 = block size; must divide it (partial hits on hybrids in align)
   bool kv_connector_partial_hybrid_hits = false;
+  std::optional<KvOffloadSettings> kv_offload;  // absent: no offload
 };
 
 }  // namespace kvsim

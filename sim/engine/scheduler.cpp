@@ -35,8 +35,7 @@ Scheduler::Scheduler(const EngineConfig& config)
   KVSIM_CHECK(config.max_num_batched_tokens > 0 && config.max_num_seqs > 0, "empty step budget");
 }
 
-int Scheduler::add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_output, SimTime now,
-                           RemoteKv remote) {
+int Scheduler::add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_output, SimTime now, RemoteKv remote) {
   int slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -358,16 +357,23 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
   while ((!waiting_empty() || !remote_ready_.empty()) && budget > 0) {
     if (std::ssize(running_) >= config_.max_num_seqs) break;
     if (!remote_ready_.empty()) {
-      // A pulled request: num_computed = N - 1 (remote_loaded), one token to compute.
+      // A pulled request: num_computed = N - 1 (remote_loaded), one token to compute. A tier-loaded one:
+      // the rest of its prompt, chunked like any prefill.
       const int slot = remote_ready_.front();
       EngineRequest& r = request(slot);
-      const int64_t n = r.num_tokens - r.num_computed;
+      int64_t n = r.num_tokens - r.num_computed;
+      const bool tier = r.remote != RemoteKv::kReceive;
+      if (tier) {
+        if (thr > 0) n = std::min(n, thr);
+        if (!config_.enable_chunked_prefill && n > budget) break;
+        n = std::min(n, budget);
+      }
       const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
       if (!kv_.allocate_slots(slot, r.num_computed, n, nullptr, 0, reserve)) break;
       remote_ready_.pop_front();
       running_.push_back(slot);
       r.status = RequestStatus::kRunning;
-      r.record.decode_scheduled = now;
+      if (!tier) r.record.decode_scheduled = now;
       out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed, false});
       register_blocks(slot, std::min(r.num_computed + n, r.num_tokens));
       budget -= n;
@@ -402,6 +408,35 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       r.record.decode_cached_tokens = hit_.num_tokens;
       out.remote_waits.emplace_back(slot, hit_.num_tokens);
       continue;
+    }
+    if (offload_ != nullptr && !r.remote_loaded) {
+      // vLLM OffloadingConnector get_num_new_matched_tokens after the local hit: a hit of >= 1 chunk is
+      // loaded asynchronously like a pull (allocate the hit + the external tokens, schedule 0 tokens, wait
+      // in WAITING_FOR_REMOTE_KVS holding the blocks); BLOCK_LEVEL policy: the hit chunks are not stored again.
+      const TierHit th = offload_->lookup(r.hasher.hashes(), hit_.num_tokens, r.num_tokens);
+      if (th.tokens() > 0) {
+        const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
+        const int64_t full = config_.scheduler_reserve_full_isl ? r.num_tokens : 0;
+        if (!kv_.allocate_slots(slot, 0, th.end - hit_.num_tokens, &hit_, full, reserve)) break;
+        record_prefix_stats(r, hit_.num_tokens);
+        waiting_pop_front();
+        r.status = RequestStatus::kWaitingForRemoteKvs;
+        ++remote_waiting_;
+        r.tier_load_end = th.end;
+        r.next_store_chunk = std::max(r.next_store_chunk, th.end / offload_->config().chunk_tokens);
+        if (r.num_cached_tokens < 0) {
+          r.num_cached_tokens = hit_.num_tokens;
+          r.record.first_scheduled = now;
+          r.record.matched_tokens = hit_.first_pass_tokens;
+          r.record.cached_tokens = hit_.num_tokens;
+          r.record.tier_cached_tokens = std::min(th.end, r.num_tokens - 1) - hit_.num_tokens;
+          r.record.tier_cached_blocks = th.tokens() / kv_.block_size();
+          attribute_miss(r, std::min(th.end, r.num_tokens - 1), hit_.attention_tokens);
+        }
+        touch_hit(r, std::min(th.end, r.num_tokens - 1));
+        out.tier_loads.emplace_back(slot, th);
+        continue;
+      }
     }
     int64_t n = r.num_tokens - hit_.num_tokens;
     if (thr > 0) n = std::min(n, thr);
@@ -474,6 +509,18 @@ void Scheduler::remote_loaded(int slot) {
   r.remote_loaded = true;
   // vLLM _update_waiting_for_remote_kv: num_computed = min(blocks x B, num_tokens), minus 1 on a full hit.
   r.num_computed = r.num_tokens - 1;
+  register_blocks(slot, r.num_computed);
+  r.status = RequestStatus::kWaiting;
+  remote_ready_.push_back(slot);
+}
+
+void Scheduler::tier_loaded(int slot) {
+  EngineRequest& r = request(slot);
+  KVSIM_CHECK(r.status == RequestStatus::kWaitingForRemoteKvs && r.tier_load_end > 0,
+              "tier load finished for a request not waiting on one");
+  --remote_waiting_;
+  r.num_computed = std::min(r.tier_load_end, r.num_tokens - 1);
+  r.tier_load_end = 0;
   register_blocks(slot, r.num_computed);
   r.status = RequestStatus::kWaiting;
   remote_ready_.push_back(slot);

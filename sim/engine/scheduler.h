@@ -37,6 +37,7 @@
 #include "sim/engine/engine_request.h"
 #include "sim/engine/kv_cache_coordinator.h"
 #include "sim/engine/recent_keys.h"
+#include "sim/tier/kv_offload.h"
 
 namespace kvsim {
 
@@ -58,11 +59,15 @@ struct SchedulerOutput {
   // Disaggregation (RemoteKv::kReceive): requests admitted into WAITING_FOR_REMOTE_KVS this step, with
   // the prompt tokens found in this instance's own prefix cache: the caller starts their pulls.
   std::vector<std::pair<int, int64_t>> remote_waits;
+  // KV offload: requests admitted into WAITING_FOR_REMOTE_KVS this step to load tokens from the tier;
+  // the caller starts the loads (KvOffload::start_load) and calls Scheduler::tier_loaded at their ends.
+  std::vector<std::pair<int, TierHit>> tier_loads;
   void clear() {
     scheduled.clear();
     preemptions = 0;
     rejected.clear();
     remote_waits.clear();
+    tier_loads.clear();
   }
 };
 
@@ -88,6 +93,12 @@ class Scheduler {
   void remote_loaded(int slot);
   // Requests whose blocks wait on another instance: pulls in flight (decode) and held sends (prefill).
   // While any exists, a request that does not fit is not refused: blocks will come back.
+  // KV offload: the tier lookup at admission (nullptr: none). Not owned.
+  void set_offload(KvOffload* offload) { offload_ = offload; }
+  // A tier load ended (vLLM _update_waiting_for_remote_kv): the loaded blocks are cached and num_computed
+  // = the GPU hit + the loaded tokens, minus one on a full-prompt hit; the request is ready for admission,
+  // which computes the rest of the prompt as usual.
+  void tier_loaded(int slot);
   int num_external_holds() const { return remote_waiting_ + held_; }
   void compact_running();
   // Removes the head of the waiting queue, which cannot fit even in an empty pool; returns its slot
@@ -147,7 +158,8 @@ class Scheduler {
   // Pulled requests ready for their last prompt token, in the order their pulls ended; admitted before
   // the waiting queue (vLLM keeps skipped WAITING_FOR_REMOTE_KVS requests at the queue's front).
   std::deque<int> remote_ready_;
-  int remote_waiting_ = 0;
+  int remote_waiting_ = 0;  // pulls and tier loads in flight
+  KvOffload* offload_ = nullptr;
   int held_ = 0;
   std::set<PriorityKey> by_priority_;
   uint64_t next_seq_ = 0;

@@ -211,6 +211,11 @@ struct RunFileStream::Impl {
     rq_transfer_end = D(w, g.get(), "transfer_end_s", z, "s");
     rq_decode_scheduled = D(w, g.get(), "decode_scheduled_s", z, "s");
     rq_transfer_bytes = I(w, g.get(), "transfer_bytes", z);
+    offload = o.kv_offload;
+    if (offload) {
+      rq_tier_cached = I(w, g.get(), "tier_cached_tokens", z);
+      rq_tier_load = D(w, g.get(), "tier_load_s", z, "s");
+    }
     Handle tr = w.group(file.get(), "transfers");
     tr_id = I(w, tr.get(), "request", z);
     tr_src_instance = I(w, tr.get(), "src_instance", z);
@@ -270,6 +275,9 @@ struct RunFileStream::Impl {
   Column<int64_t> st_prefill_requests, st_decode_requests, st_prefill_tokens, st_decode_tokens, st_running, st_waiting,
       st_used, st_cached, st_preemptions, st_instance;
   Column<double> ts_time, pi_time, pi_usage;
+  bool offload = false;
+  Column<int64_t> rq_tier_cached;
+  Column<double> rq_tier_load;
   Column<int64_t> rq_prefill_instance, rq_transfer_bytes, tr_id, tr_src_instance, tr_dst_instance, tr_src_rank,
       tr_dst_rank, tr_src_gpu, tr_dst_gpu, tr_bytes, tr_hops, tr_path, ln_link;
   Column<double> rq_prefill_done, rq_transfer_start, rq_transfer_end, rq_decode_scheduled, tr_start, tr_end, ln_time,
@@ -363,6 +371,10 @@ void RunFileStream::write_requests(const std::vector<RequestRow>& rows, const st
     m.rq_transfer_end.append(w, column_of(rows, [&](const R& r) { return remote(r, r.transfer_end); }));
     m.rq_decode_scheduled.append(w, column_of(rows, [&](const R& r) { return remote(r, r.decode_scheduled); }));
     m.rq_transfer_bytes.append(w, column_of(rows, [](const R& r) { return r.transfer_bytes; }));
+    if (m.offload) {
+      m.rq_tier_cached.append(w, column_of(rows, [](const R& r) { return r.tier_cached_tokens; }));
+      m.rq_tier_load.append(w, column_of(rows, [](const R& r) { return static_cast<double>(r.tier_load_ns) * 1e-9; }));
+    }
   });
 }
 

@@ -12,7 +12,9 @@
 //               prefix_queries_blocks, prefix_hits_blocks, saved_state_positions (flattened), saved_state_offsets
 //               (n + 1 entries: request i owns positions[offsets[i]:offsets[i+1]]), and for
 //               disaggregated requests prefill_instance (-1 otherwise), prefill_done_s,
-//               transfer_start_s, transfer_end_s, decode_scheduled_s (NaN otherwise), transfer_bytes.
+//               transfer_start_s, transfer_end_s, decode_scheduled_s (NaN otherwise), transfer_bytes, and
+//               with engine.kv_offload tier_cached_tokens (loaded from the tier at the first admission)
+//               and tier_load_s (time of its tier loads, 0 without one).
 //   /transfers  one row per flow of a disaggregated pull: request, src_instance, dst_instance, src_rank,
 //               dst_rank, src_gpu, dst_gpu (topology GPU indices), bytes, hops, start_s, end_s, and
 //               path_links: every flow's directed link ids (/links ids), flattened in row order (row i
@@ -80,6 +82,7 @@ struct RunFileOptions {
   // size / time table in the README (speed section).
   int compression = kDefaultCompression;
   std::vector<int64_t> usable_blocks;  // per instance: /timeseries/per_instance/kv_usage = used / this
+  bool kv_offload = false;             // the /requests tier columns (runs with engine.kv_offload only)
   static constexpr int kDefaultCompression = 1;
 };
 

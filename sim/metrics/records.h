@@ -85,6 +85,17 @@ struct RequestRecord {
   SimTime decode_scheduled;   // the decode instance scheduled the recompute of the last prompt token
   int64_t transfer_bytes = 0;
   int64_t decode_cached_tokens = 0;  // prompt tokens the decode instance found in its own prefix cache
+  // KV offload (engine.kv_offload, sim/tier/): tokens loaded from the tier at the first admission (beyond
+  // cached_tokens, the GPU hit), and over all admissions the bytes loaded (all TP ranks), the time the
+  // loads took (submission to end, queueing included), the bytes stored and the chunks whose store was
+  // skipped because the tier was full of chunks that could not be evicted.
+  int64_t tier_cached_tokens = 0;
+  int64_t tier_cached_blocks = 0;  // blocks loaded at the first admission
+  int64_t tier_loaded_bytes = 0;
+  int64_t tier_load_ns = 0;
+  int tier_loads = 0;
+  int64_t tier_stored_bytes = 0;
+  int64_t tier_stores_skipped_chunks = 0;
 };
 
 // One flow of a KV transfer (a decode rank reading from one prefill rank), at its end.

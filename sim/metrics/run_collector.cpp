@@ -74,6 +74,14 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   prefix_.queries_blocks += r.prefix_queries_blocks;
   prefix_.hits_blocks += r.prefix_hits_blocks;
   if (r.cached_tokens > 0) ++prefix_.hit_requests;
+  offload_.hit_tokens += r.tier_cached_tokens;
+  offload_.hit_blocks += r.tier_cached_blocks;
+  if (r.tier_cached_tokens > 0) ++offload_.hit_requests;
+  offload_.loads += r.tier_loads;
+  offload_.loaded_bytes += r.tier_loaded_bytes;
+  offload_.stored_bytes += r.tier_stored_bytes;
+  offload_.stores_skipped_chunks += r.tier_stores_skipped_chunks;
+  if (r.tier_loads > 0) tier_load_.add(static_cast<double>(r.tier_load_ns) * 1e-6);
   const auto cause = static_cast<size_t>(r.cause);
   KVSIM_CHECK(cause < prefix_.lost_tokens_by_cause.size(), "bad miss cause " << cause);
   prefix_.lost_tokens_by_cause[cause] += r.lost_tokens;
@@ -179,6 +187,8 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   row.transfer_end = r.transfer_end;
   row.decode_scheduled = r.decode_scheduled;
   row.transfer_bytes = r.transfer_bytes;
+  row.tier_cached_tokens = r.tier_cached_tokens;
+  row.tier_load_ns = r.tier_load_ns;
   row.cause = r.cause;
   row.finished = r.finished;
   row.rejected = r.rejected;
@@ -415,6 +425,22 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
     std::stable_sort(d.links.begin(), d.links.end(), [](const LinkTotal& a, const LinkTotal& b) {
       return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
     });
+  }
+  if (info.kv_offload) {
+    auto& o = out.kv_offload;
+    o = offload_;
+    o.present = true;
+    o.tier = info.offload_tier;
+    o.size_bytes = info.offload_size_bytes;
+    o.policy = info.offload_policy;
+    o.token_hit_rate = out.prefix_cache.prompt_tokens > 0
+                           ? static_cast<double>(o.hit_tokens) / static_cast<double>(out.prefix_cache.prompt_tokens)
+                           : 0.0;
+    o.combined_token_hit_rate = out.prefix_cache.prompt_tokens > 0
+                                    ? static_cast<double>(o.hit_tokens + out.prefix_cache.hit_tokens) /
+                                          static_cast<double>(out.prefix_cache.prompt_tokens)
+                                    : 0.0;
+    o.load_ms = tier_load_.summarize();
   }
   out.sim.events = info.events;
   out.sim.wall_s = info.wall_s;

@@ -73,6 +73,9 @@ struct RequestRow {
   int32_t prefill_instance = -1;
   SimTime prefill_done, transfer_start, transfer_end, decode_scheduled;
   int64_t transfer_bytes = 0;
+  // KV offload (RequestRecord): tokens loaded from the tier at the first admission, load time of all loads.
+  int64_t tier_cached_tokens = 0;
+  int64_t tier_load_ns = 0;
 };
 
 struct TimeSeries {
@@ -141,6 +144,11 @@ struct RunInfo {
   // utilisation are filled by the collector).
   bool disaggregated = false;
   std::vector<LinkTotal> links;
+  // KV offload (engine.kv_offload of the first pool; the summary then has a kv_offload block).
+  bool kv_offload = false;
+  std::string offload_tier;
+  int64_t offload_size_bytes = 0;  // per instance
+  std::string offload_policy;
 };
 
 class RunCollector final : public IRecordSink {
@@ -213,6 +221,9 @@ class RunCollector final : public IRecordSink {
       ttft_prefill_queue_{int64_t{1} << 20}, ttft_prefill_{int64_t{1} << 20}, ttft_decode_queue_{int64_t{1} << 20},
       ttft_pull_{int64_t{1} << 20}, ttft_first_step_{int64_t{1} << 20};
   std::vector<double> link_peak_;
+  // KV offload totals (RequestRecord tier_* fields) and the per-request load time.
+  RunSummary::KvOffload offload_;
+  StreamingDistribution<double> tier_load_{int64_t{1} << 20};
   std::vector<TransferRecord> transfers_, chunk_transfers_;
   std::vector<LinkSample> link_samples_, chunk_link_samples_;
   // Concurrency: level = arrived - left, arrivals at the current instant held in pending_.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/units.h"
 #include "sim/model/json.h"
 
 namespace kvsim {
@@ -233,6 +234,24 @@ std::string disaggregation_json(const RunSummary::Disaggregation& d, int indent)
   return w.finish();
 }
 
+std::string kv_offload_json(const RunSummary::KvOffload& o, int indent) {
+  JsonObjectWriter w(indent);
+  w.string("tier", o.tier);
+  w.integer("size_bytes", o.size_bytes);
+  w.string("policy", o.policy);
+  w.integer("hit_tokens", o.hit_tokens);
+  w.integer("hit_blocks", o.hit_blocks);
+  w.integer("hit_requests", o.hit_requests);
+  w.number("token_hit_rate", o.token_hit_rate);
+  w.number("combined_token_hit_rate", o.combined_token_hit_rate);
+  w.integer("loads", o.loads);
+  w.integer("loaded_bytes", o.loaded_bytes);
+  w.integer("stored_bytes", o.stored_bytes);
+  w.integer("stores_skipped_chunks", o.stores_skipped_chunks);
+  w.raw("load_ms", distribution_json(o.load_ms, w.child_indent()));
+  return w.finish();
+}
+
 std::string fmt(double v, int decimals) {
   if (std::isnan(v)) return "-";
   char buf[48];
@@ -317,6 +336,7 @@ std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& optio
   }
   if (!s.pools.empty()) root.raw("cluster", cluster_json(s, in));
   if (s.disaggregation.present) root.raw("disaggregation", disaggregation_json(s.disaggregation, in));
+  if (s.kv_offload.present) root.raw("kv_offload", kv_offload_json(s.kv_offload, in));
   {
     JsonObjectWriter w(in);
     w.integer("events", s.sim.events);
@@ -406,6 +426,15 @@ std::string summary_to_text(const RunSummary& s) {
       os << "  link " << d.links[k].name << " (" << d.links[k].type << "): " << fmt(d.links[k].bytes / 1e9, 3)
          << " GB, mean " << fmt(100.0 * d.links[k].mean_utilisation, 2) << "%, peak "
          << fmt(100.0 * d.links[k].peak_utilisation, 1) << "%\n";
+  }
+  if (s.kv_offload.present) {
+    const auto& o = s.kv_offload;
+    os << "kv offload   " << o.tier << " " << format_bytes(o.size_bytes) << " (" << o.policy
+       << "): " << fmt(100.0 * o.token_hit_rate, 2) << "% tokens from the tier (" << o.hit_tokens << " tokens, "
+       << o.hit_blocks << " blocks, " << o.hit_requests << " requests), GPU + tier "
+       << fmt(100.0 * o.combined_token_hit_rate, 2) << "%; loaded " << format_bytes(o.loaded_bytes) << " in " << o.loads
+       << " loads (p50/p99 " << fmt(o.load_ms.p50, 3) << " / " << fmt(o.load_ms.p99, 3) << " ms), stored "
+       << format_bytes(o.stored_bytes) << ", " << o.stores_skipped_chunks << " chunks skipped (tier full)\n";
   }
   os << "sim          " << s.sim.events << " events, " << fmt(s.sim.wall_s, 2) << " s wall, fingerprint "
      << fingerprint_hex(s.sim.fingerprint) << "\n";

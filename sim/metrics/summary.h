@@ -30,6 +30,9 @@
 //       "first_decode_step": {...}} (disaggregated finished requests; the parts sum to their TTFT),
 //       "busiest_links": [{"name", "type", "bytes", "mean_utilisation", "peak_utilisation"}] (up to 5, by
 //       bytes; mean over the run's duration, peak over the utilisation samples)},
+//   "kv_offload" (only with engine.kv_offload): {"tier", "size_bytes", "policy", "hit_tokens", "hit_blocks",
+//       "hit_requests", "token_hit_rate", "combined_token_hit_rate", "loads", "loaded_bytes", "stored_bytes",
+//       "stores_skipped_chunks", "load_ms": {...}},
 //   "sim": {"events", "wall_s" (omitted with include_wall_time = false), "fingerprint": "<16 hex>"},
 //   "vllm_names": the same figures under vLLM's Prometheus metric names (vllm/v1/metrics/loggers.py,
 //       PrometheusStatLogger), summed over instances, times in seconds:
@@ -169,6 +172,24 @@ struct RunSummary {
     Distribution router_ms, prefill_queue_ms, prefill_ms, decode_queue_ms, pull_ms, first_decode_step_ms;
     std::vector<LinkTotal> links;  // every link that carried bytes, by bytes descending then name
   } disaggregation;
+
+  // KV offload (engine.kv_offload): tier hits beyond the GPU hit at first admissions, copies both ways.
+  struct KvOffload {
+    bool present = false;
+    std::string tier;
+    int64_t size_bytes = 0;  // per instance
+    std::string policy;
+    int64_t hit_tokens = 0;  // sum of tier_cached_tokens
+    int64_t hit_blocks = 0;
+    int64_t hit_requests = 0;
+    double token_hit_rate = 0;           // hit_tokens / prompt tokens
+    double combined_token_hit_rate = 0;  // (GPU hit_tokens + tier hit_tokens) / prompt tokens
+    int64_t loads = 0;
+    int64_t loaded_bytes = 0;  // all TP ranks
+    int64_t stored_bytes = 0;
+    int64_t stores_skipped_chunks = 0;  // store skipped: the tier was full of chunks it could not evict
+    Distribution load_ms;               // per request with a load: admission to load end, queueing included
+  } kv_offload;
 
   struct Sim {
     uint64_t events = 0;

@@ -204,7 +204,48 @@ const std::set<std::string> kEngineKeys = {"kind",
                                            "prefix_cache_retention_interval",
                                            "shared_prefix_checkpoint",
                                            "prefix_match_unit",
-                                           "kv_connector_partial_hybrid_hits"};
+                                           "kv_connector_partial_hybrid_hits",
+                                           "kv_offload"};
+
+// engine.kv_offload (sim/tier/offload_config.h). The catalog and block-size checks (a tier the catalog
+// lacks, a chunk that is not a multiple of the block size) run at resolution (offload_resolution.h).
+KvOffloadSettings read_kv_offload(const Reader& r, const YAML::Node& n, const std::string& where) {
+  if (!n.IsMap())
+    r.fail(where, "must be a mapping {backend, tiers, chunk_tokens, offload_prompt_only, eviction, policy}");
+  r.only_keys(n, where, {"backend", "tiers", "chunk_tokens", "offload_prompt_only", "eviction", "policy"});
+  const auto k = [&where](const std::string& key) { return where + "." + key; };
+  KvOffloadSettings o;
+  if (n["backend"]) o.backend = r.str(n["backend"], k("backend"));
+  if (o.backend != "native")
+    r.fail(k("backend"),
+           "only native (vLLM OffloadingConnector) is modelled (got " + quote_for_message(o.backend) + ")");
+  if (!n["tiers"]) r.fail(k("tiers"), "missing (a list of {tier, size})");
+  const YAML::Node tiers = n["tiers"];
+  if (!tiers.IsSequence() || tiers.size() == 0) r.fail(k("tiers"), "must be a non-empty list of {tier, size}");
+  if (tiers.size() != 1)
+    r.fail(k("tiers"), "only one tier (host DRAM) is modelled yet (got " + std::to_string(tiers.size()) + ")");
+  for (size_t i = 0; i < tiers.size(); ++i) {
+    const std::string w = k("tiers[" + std::to_string(i) + "]");
+    const YAML::Node t = tiers[i];
+    r.only_keys(t, w, {"tier", "size"});
+    if (!t["tier"]) r.fail(w + ".tier", "missing (a tier of the hardware catalog, e.g. host_dram)");
+    if (!t["size"]) r.fail(w + ".size", "missing (bytes, e.g. 64GiB)");
+    KvOffloadTierSettings ts;
+    ts.tier = r.str(t["tier"], w + ".tier");
+    ts.size = r.bytes(t["size"], w + ".size");
+    if (ts.size <= 0) r.fail(w + ".size", "must be > 0 (got " + quote_for_message(t["size"].Scalar()) + ")");
+    o.tiers.push_back(ts);
+  }
+  if (n["chunk_tokens"]) o.chunk_tokens = r.integer(n["chunk_tokens"], k("chunk_tokens"), 1, INT32_MAX);
+  if (n["offload_prompt_only"]) o.offload_prompt_only = r.boolean(n["offload_prompt_only"], k("offload_prompt_only"));
+  if (n["eviction"]) o.eviction = r.str(n["eviction"], k("eviction"));
+  if (o.eviction != "lru")
+    r.fail(k("eviction"), "only lru is modelled yet (got " + quote_for_message(o.eviction) + ")");
+  if (n["policy"]) o.policy = r.str(n["policy"], k("policy"));
+  if (o.policy != "vllm" && o.policy != "cost")
+    r.fail(k("policy"), "must be vllm or cost (got " + quote_for_message(o.policy) + ")");
+  return o;
+}
 
 // `where` is the key path of the section ("engine", or "cluster.pools[1].engine" for a pool's merged
 // section) and prefixes every error.
@@ -282,6 +323,7 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
   if (n["kv_connector_partial_hybrid_hits"])
     e.kv_connector_partial_hybrid_hits =
         r.boolean(n["kv_connector_partial_hybrid_hits"], k("kv_connector_partial_hybrid_hits"));
+  if (n["kv_offload"]) e.kv_offload = read_kv_offload(r, n["kv_offload"], k("kv_offload"));
   return e;
 }
 

@@ -1,0 +1,62 @@
+#include "sim/tier/offload_resolution.h"
+
+#include <algorithm>
+
+#include "sim/core/errors.h"
+
+namespace kvsim {
+
+KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, const KvCacheLayout& layout, int tp,
+                                   bool enable_prefix_caching, const HardwareCatalog& hw, const std::string& file,
+                                   const std::string& engine_key) {
+  KvOffloadConfig c;
+  if (!s) return c;
+  const std::string key = file + ": " + engine_key + ".kv_offload";
+  const auto fail = [&key](const std::string& sub, const std::string& msg) {
+    throw InputError(key + (sub.empty() ? "" : "." + sub) + ": " + msg);
+  };
+  if (s->backend != "native")
+    fail("backend", "only native (vLLM OffloadingConnector) is modelled (got " + s->backend + ")");
+  if (s->eviction != "lru") fail("eviction", "only lru is modelled (got " + s->eviction + ")");
+  if (s->policy != "vllm" && s->policy != "cost") fail("policy", "must be vllm or cost (got " + s->policy + ")");
+  if (s->tiers.size() != 1)
+    fail("tiers", "exactly one tier (host DRAM) is modelled (got " + std::to_string(s->tiers.size()) + ")");
+  // The OffloadingConnector keys chunks by block hash: without prefix caching there are no hashes.
+  if (!enable_prefix_caching) fail("", "needs enable_prefix_caching (chunks are keyed by block hash)");
+  if (layout.groups.size() != 1 || layout.groups.front().kind != KvGroupKind::kFullAttention)
+    fail("", "only models with one full-attention KV cache group are modelled (this layout has " +
+                 std::to_string(layout.groups.size()) + " groups)");
+  const KvOffloadTierSettings& t = s->tiers.front();
+  std::string name = t.tier;
+  std::replace(name.begin(), name.end(), '_', '-');
+  const auto it = hw.tiers.find(name);
+  if (it == hw.tiers.end()) {
+    std::string known;
+    for (const auto& [n, spec] : hw.tiers) known += (known.empty() ? "" : ", ") + n;
+    fail("tiers[0].tier", "unknown tier '" + t.tier + "' (known: " + known + ")");
+  }
+  const TierSpec& spec = it->second;
+  const int64_t b = layout.block_size;
+  c.chunk_tokens = s->chunk_tokens == 0 ? b : s->chunk_tokens;
+  if (c.chunk_tokens <= 0 || c.chunk_tokens % b != 0)
+    fail("chunk_tokens", "must be a multiple of the block size " + std::to_string(b) + " (got " +
+                             std::to_string(s->chunk_tokens) + ")");
+  if (t.size <= 0) fail("tiers[0].size", "must be > 0");
+  c.enabled = true;
+  c.tier = name;
+  c.size_bytes = t.size;
+  c.blocks_per_chunk = c.chunk_tokens / b;
+  c.chunk_bytes_rank = layout.bytes_per_block * c.blocks_per_chunk;
+  // vLLM cpu/spec.py: num_cpu_blocks = cpu_bytes_to_use // (bytes per block x blocks_per_chunk x copies),
+  // copies = TP (the MLA replicated layout, one copy, is not modelled).
+  c.chunk_bytes = c.chunk_bytes_rank * tp;
+  c.capacity_chunks = c.chunk_bytes > 0 ? c.size_bytes / c.chunk_bytes : 0;
+  c.read_bandwidth = spec.read_bandwidth;
+  c.write_bandwidth = spec.write_bandwidth;
+  c.latency = spec.latency;
+  c.offload_prompt_only = s->offload_prompt_only;
+  c.cost_policy = s->policy == "cost";
+  return c;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,158 @@
+// Native KV offload in the engine (vLLM OffloadingConnector; cluster-offload.md A.1, rules 19-23, 27).
+// Every expected value is worked out by hand in the comments: FixedLatency steps take 1 ms + 1 us per
+// scheduled token; block size 16; the tier moves 1e6 bytes per block (per GPU, TP 1).
+#include "sim/tier/kv_offload.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/engine/engine_test_util.h"
+
+namespace kvsim {
+namespace {
+
+using testing::make_request;
+using testing::RecordingSink;
+using testing::text;
+
+constexpr int64_t kBlockBytes = 1000000;
+
+KvOffloadConfig offload(int64_t chunk_tokens, int64_t capacity_chunks, double read_bw, double write_bw) {
+  KvOffloadConfig c;
+  c.enabled = true;
+  c.tier = "host-dram";
+  c.chunk_tokens = chunk_tokens;
+  c.blocks_per_chunk = chunk_tokens / 16;
+  c.chunk_bytes_rank = kBlockBytes * c.blocks_per_chunk;
+  c.chunk_bytes = c.chunk_bytes_rank;
+  c.capacity_chunks = capacity_chunks;
+  c.size_bytes = capacity_chunks * c.chunk_bytes;
+  c.read_bandwidth = read_bw;
+  c.write_bandwidth = write_bw;
+  c.latency = Duration::us(10);
+  return c;
+}
+
+// num_blocks 5 = 4 usable blocks = 64 tokens: a second 64-token prompt evicts the first from the GPU.
+EngineConfig small_engine(KvOffloadConfig off) {
+  EngineConfig c = testing::config_for(testing::full_layout(16, 5));
+  c.kv_offload = off;
+  return c;
+}
+
+int64_t ms_ns(double ms) { return static_cast<int64_t>(ms * 1e6 + 0.5); }
+
+// A (64 tokens, 1 output) at 0: one step 0 -> 1.064 ms; its 4 chunks are stored in one D2H job submitted
+// at the step end: 10 us + 4e6 B / 1e9 B/s = 4.010 ms, so they become hits at 5.074 ms. C (other
+// content, 64 tokens) at 2 ms evicts A from the GPU (2 -> 3.064 ms). B = A's prompt:
+//  - at 5.1 ms: GPU hit 0, tier hit 4 chunks (the full prompt): load 10 us + 4e6 / 2e9 = 2.010 ms ->
+//    7.110 ms; then 63 tokens are computed and one step of 1 token: 1.001 ms -> first token 8.111 ms;
+//  - at 5.0 ms: the store is still pending: no hit, B prefills 64 tokens: 5.0 -> 6.064 ms.
+TEST(KvOffload, StoreThenLoadRoundTripTiming) {
+  for (const bool after_store : {true, false}) {
+    RecordingSink sink;
+    const int64_t b_arrival_us = after_store ? 5100 : 5000;
+    std::vector<RequestSpec> reqs = {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 2, {text(8, 64)}, 1)};
+    RequestSpec b = make_request(3, 0, {text(7, 64)}, 1);
+    b.arrival = SimTime::from_ns(b_arrival_us * 1000);
+    reqs.push_back(b);
+    testing::run_engine(small_engine(offload(16, 100, 2e9, 1e9)), reqs, sink);
+    const RequestRecord& a = sink.requests.at(1);
+    EXPECT_EQ(a.tier_stored_bytes, 4 * kBlockBytes);
+    const RequestRecord& r = sink.requests.at(3);
+    ASSERT_TRUE(r.finished);
+    EXPECT_EQ(r.cached_tokens, 0);  // nothing on the GPU
+    if (after_store) {
+      EXPECT_EQ(r.tier_cached_tokens, 63);  // a full-prompt hit still computes one token
+      EXPECT_EQ(r.tier_cached_blocks, 4);
+      EXPECT_EQ(r.tier_loaded_bytes, 4 * kBlockBytes);
+      EXPECT_EQ(r.tier_loads, 1);
+      EXPECT_EQ(r.tier_load_ns, ms_ns(2.010));
+      EXPECT_EQ(r.first_token.ns(), ms_ns(8.111));
+    } else {
+      EXPECT_EQ(r.tier_cached_tokens, 0);
+      EXPECT_EQ(r.tier_loads, 0);
+      EXPECT_EQ(r.first_token.ns(), ms_ns(6.064));
+    }
+  }
+}
+
+// Chunks of 32 tokens (2 blocks). A stores chunk 0 (tokens 0-31) and chunk 1 (32-63). B shares A's
+// first 16 tokens only: less than one chunk, no hit. B2 shares A's first 32: one chunk, 32 tokens
+// loaded. Both arrive at 20 ms, after C evicted A from the GPU and every store ended.
+TEST(KvOffload, HitBelowOneChunkIsIgnored) {
+  for (const int64_t shared : {16, 32}) {
+    RecordingSink sink;
+    std::vector<RequestSpec> reqs = {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 10, {text(8, 64)}, 1),
+                                     make_request(3, 20, {text(7, shared), text(9, 64 - shared)}, 1)};
+    testing::run_engine(small_engine(offload(32, 100, 2e9, 1e9)), reqs, sink);
+    const RequestRecord& r = sink.requests.at(3);
+    EXPECT_EQ(r.cached_tokens, 0);
+    EXPECT_EQ(r.tier_cached_tokens, shared == 16 ? 0 : 32);
+  }
+}
+
+// Tier of 2 chunks, chunk = block = 16 tokens, max_num_batched_tokens 16: A's 64-token prompt takes 4
+// steps (each 1.016 ms); each step's chunk is stored at its end in 10 us + 1e6 / 1e10 = 0.110 ms.
+// Steps 1-2 store chunks 0 and 1 (the tier is then full). Step 3 (planned at 2.032 ms) offers chunk 2:
+// the only ready chunk is A's own chunk 0 (protected), chunk 1 is still pending: skipped. Step 4 (3.048
+// ms) offers chunk 3: chunks 0 and 1 are ready but both A's: skipped. D (other content) at 10 ms stores
+// its chunk by evicting one of A's.
+TEST(KvOffload, StoreSkippedWhenTierFullOfTheRequestsBlocks) {
+  RecordingSink sink;
+  EngineConfig c = small_engine(offload(16, 2, 2e9, 1e10));
+  c.max_num_batched_tokens = 16;
+  testing::run_engine(c, {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 10, {text(8, 16)}, 1)}, sink);
+  const RequestRecord& a = sink.requests.at(1);
+  EXPECT_EQ(a.tier_stored_bytes, 2 * kBlockBytes);
+  EXPECT_EQ(a.tier_stores_skipped_chunks, 2);
+  const RequestRecord& d = sink.requests.at(2);
+  EXPECT_EQ(d.tier_stored_bytes, kBlockBytes);
+  EXPECT_EQ(d.tier_stores_skipped_chunks, 0);
+}
+
+// Cost policy, 4 blocks (64 tokens) to load after a GPU hit of 0, prefill chunk 8192:
+// prefill = one step of 64 tokens = 1 ms + 64 us = 1.064 ms; load = 10 us + 4e6 B / bw.
+// Crossover bw* = 4e6 / 1.054 ms = 3.795 GB/s. At 3.5 GB/s the load takes 1.1529 ms (recompute);
+// at 4 GB/s 1.010 ms (reload). The vllm policy loads at both.
+TEST(KvOffload, CostPolicyRecomputesBelowAndReloadsAboveTheCrossover) {
+  SimContext ctx(1);
+  testing::FixedLatency lat;
+  for (const double bw : {3.5e9, 4.0e9}) {
+    KvOffloadConfig c = offload(16, 100, bw, 1e9);
+    c.cost_policy = true;
+    KvOffload o(ctx, c, 16, lat, 8192);
+    EXPECT_EQ(o.worth_loading(0, 64), bw > 3.795e9) << bw;
+    KvOffloadConfig v = offload(16, 100, bw, 1e9);
+    KvOffload ov(ctx, v, 16, lat, 8192);
+    EXPECT_TRUE(ov.worth_loading(0, 64));
+  }
+  // The same through the engine (round-trip scenario above, B at 20 ms).
+  for (const double bw : {3.5e9, 4.0e9}) {
+    RecordingSink sink;
+    KvOffloadConfig c = offload(16, 100, bw, 1e9);
+    c.cost_policy = true;
+    testing::run_engine(small_engine(c),
+                        {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 10, {text(8, 64)}, 1),
+                         make_request(3, 20, {text(7, 64)}, 1)},
+                        sink);
+    EXPECT_EQ(sink.requests.at(3).tier_cached_tokens, bw > 3.795e9 ? 63 : 0) << bw;
+  }
+}
+
+// The saved prefill is the loaded tokens in the engine's prefill chunks: 32 tokens after 32 computed,
+// chunk 16: two steps of 16 tokens = 2 x (1 ms + 16 us) = 2.032 ms, against 10 us + 2e6 B / bw.
+TEST(KvOffload, CostPolicyPricesTheLoadedTokensInPrefillChunks) {
+  SimContext ctx(1);
+  testing::FixedLatency lat;
+  KvOffloadConfig c = offload(16, 100, 1e9, 1e9);  // load 2.010 ms < 2.032 ms
+  c.cost_policy = true;
+  KvOffload o(ctx, c, 16, lat, 16);
+  EXPECT_TRUE(o.worth_loading(32, 32));
+  KvOffloadConfig slow = offload(16, 100, 0.98e9, 1e9);  // 10 us + 2.0408 ms = 2.0508 ms > 2.032 ms
+  slow.cost_policy = true;
+  KvOffload os(ctx, slow, 16, lat, 16);
+  EXPECT_FALSE(os.worth_loading(32, 32));
+}
+
+}  // namespace
+}  // namespace kvsim
