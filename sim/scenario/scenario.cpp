@@ -239,8 +239,8 @@ KvOffloadSettings read_kv_offload(const Reader& r, const YAML::Node& n, const st
   if (n["chunk_tokens"]) o.chunk_tokens = r.integer(n["chunk_tokens"], k("chunk_tokens"), 1, INT32_MAX);
   if (n["offload_prompt_only"]) o.offload_prompt_only = r.boolean(n["offload_prompt_only"], k("offload_prompt_only"));
   if (n["eviction"]) o.eviction = r.str(n["eviction"], k("eviction"));
-  if (o.eviction != "lru")
-    r.fail(k("eviction"), "only lru is modelled yet (got " + quote_for_message(o.eviction) + ")");
+  if (o.eviction != "lru" && o.eviction != "arc")
+    r.fail(k("eviction"), "must be lru or arc (got " + quote_for_message(o.eviction) + ")");
   if (n["policy"]) o.policy = r.str(n["policy"], k("policy"));
   if (o.policy != "vllm" && o.policy != "cost")
     r.fail(k("policy"), "must be vllm or cost (got " + quote_for_message(o.policy) + ")");

@@ -20,7 +20,7 @@ KvOffload::KvOffload(SimContext& ctx, const KvOffloadConfig& config, int block_s
       block_bytes_total_(config.chunk_bytes / config.blocks_per_chunk),
       latency_(latency),
       prefill_chunk_(prefill_chunk),
-      tier_(config.capacity_chunks) {
+      tier_(config.capacity_chunks, config.eviction) {
   KVSIM_CHECK(config.enabled && config.chunk_tokens == config.blocks_per_chunk * block_size,
               "offload chunk " << config.chunk_tokens << " is not blocks_per_chunk x block size");
   KVSIM_CHECK(config.read_bandwidth > 0 && config.write_bandwidth > 0, "tier bandwidth must be > 0");

@@ -22,7 +22,7 @@ struct KvOffloadSettings {
   std::vector<KvOffloadTierSettings> tiers;
   int64_t chunk_tokens = 0;  // 0 = the engine block size; must be a multiple of it (vLLM block_size)
   bool offload_prompt_only = true;
-  std::string eviction = "lru";  // lru (arc not modelled yet)
+  std::string eviction = "lru";  // lru | arc (vLLM cpu/policies/{lru,arc}.py)
   std::string policy = "vllm";   // vllm: every hit >= 1 chunk is loaded; cost: only if faster than prefill
 };
 
@@ -38,6 +38,7 @@ struct KvOffloadConfig {
   double read_bandwidth = 0;     // bytes/s tier -> GPU, per GPU
   double write_bandwidth = 0;    // bytes/s GPU -> tier, per GPU
   Duration latency;              // fixed cost of each transfer job
+  std::string eviction = "lru";  // make_eviction_policy name
   bool offload_prompt_only = true;
   bool cost_policy = false;
 };

@@ -17,7 +17,7 @@ KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, co
   };
   if (s->backend != "native")
     fail("backend", "only native (vLLM OffloadingConnector) is modelled (got " + s->backend + ")");
-  if (s->eviction != "lru") fail("eviction", "only lru is modelled (got " + s->eviction + ")");
+  if (s->eviction != "lru" && s->eviction != "arc") fail("eviction", "must be lru or arc (got " + s->eviction + ")");
   if (s->policy != "vllm" && s->policy != "cost") fail("policy", "must be vllm or cost (got " + s->policy + ")");
   if (s->tiers.size() != 1)
     fail("tiers", "exactly one tier (host DRAM) is modelled (got " + std::to_string(s->tiers.size()) + ")");
@@ -54,6 +54,7 @@ KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, co
   c.read_bandwidth = spec.read_bandwidth;
   c.write_bandwidth = spec.write_bandwidth;
   c.latency = spec.latency;
+  c.eviction = s->eviction;
   c.offload_prompt_only = s->offload_prompt_only;
   c.cost_policy = s->policy == "cost";
   return c;
