@@ -222,8 +222,6 @@ KvOffloadSettings read_kv_offload(const Reader& r, const YAML::Node& n, const st
   if (!n["tiers"]) r.fail(k("tiers"), "missing (a list of {tier, size})");
   const YAML::Node tiers = n["tiers"];
   if (!tiers.IsSequence() || tiers.size() == 0) r.fail(k("tiers"), "must be a non-empty list of {tier, size}");
-  if (tiers.size() != 1)
-    r.fail(k("tiers"), "only one tier (host DRAM) is modelled yet (got " + std::to_string(tiers.size()) + ")");
   for (size_t i = 0; i < tiers.size(); ++i) {
     const std::string w = k("tiers[" + std::to_string(i) + "]");
     const YAML::Node t = tiers[i];

@@ -26,6 +26,17 @@ struct KvOffloadSettings {
   std::string policy = "vllm";   // vllm: every hit >= 1 chunk is loaded; cost: only if faster than prefill
 };
 
+// A tier below the host tier (rule 25, vLLM TieringOffloadingSpec): written through from the host tier
+// when a host store completes; a host miss that hits here is promoted lower -> host -> GPU.
+struct KvOffloadLowerTier {
+  std::string tier;  // catalog name
+  int64_t size_bytes = 0;
+  int64_t capacity_chunks = 0;  // size_bytes / chunk_bytes, LRU
+  double read_bandwidth = 0;    // bytes/s tier -> host, per GPU
+  double write_bandwidth = 0;   // bytes/s host -> tier, per GPU
+  Duration latency;             // fixed cost of each job
+};
+
 struct KvOffloadConfig {
   bool enabled = false;
   std::string tier;          // catalog name
@@ -41,6 +52,7 @@ struct KvOffloadConfig {
   std::string eviction = "lru";  // make_eviction_policy name
   bool offload_prompt_only = true;
   bool cost_policy = false;
+  std::vector<KvOffloadLowerTier> lower;  // tiers[1..] in lookup order
 };
 
 }  // namespace kvsim
