@@ -108,6 +108,7 @@ void KvOffload::offer_store(std::span<const uint64_t> hashes, int64_t& next_chun
   for (uint64_t k : keys_)
     if (tier_.state(k) == HostTier::State::kPending) job.push_back(k);
   rec.tier_stored_bytes += inserted * config_.chunk_bytes;
+  ever_stored_.insert(job.begin(), job.end());
   step_stores_.push_back(std::move(job));
 }
 
@@ -122,6 +123,17 @@ void KvOffload::submit_stores() {
     });
   }
   step_stores_.clear();
+}
+
+bool KvOffload::evicted_from_all_tiers(std::span<const uint64_t> hashes, int64_t block) const {
+  const int64_t bpc = config_.blocks_per_chunk;
+  const int64_t last = (block / bpc + 1) * bpc - 1;
+  if (last >= std::ssize(hashes)) return false;
+  const uint64_t key = hashes[static_cast<size_t>(last)];
+  if (!ever_stored_.contains(key) || tier_.state(key) != HostTier::State::kAbsent) return false;
+  for (const Lower& l : lower_)
+    if (l.index.state(key) != HostTier::State::kAbsent) return false;
+  return true;
 }
 
 void KvOffload::write_through(const std::vector<uint64_t>& keys) {

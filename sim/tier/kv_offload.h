@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/core/sim_context.h"
@@ -75,6 +76,9 @@ class KvOffload {
   // The cost policy's decision for loading `tokens` tokens after `from` computed ones.
   bool worth_loading(int64_t from, int64_t tokens) const;
 
+  // Miss cause evicted_all_tiers: the chunk holding block `block` of `hashes` was once stored in the
+  // host tier and is now in no tier (neither pending nor ready).
+  bool evicted_from_all_tiers(std::span<const uint64_t> hashes, int64_t block) const;
   const HostTier& tier() const { return tier_; }
   const HostTier& lower_tier(size_t i) const { return lower_.at(i).index; }
   const KvOffloadConfig& config() const { return config_; }
@@ -100,7 +104,8 @@ class KvOffload {
   int64_t prefill_chunk_;
   HostTier tier_;
   std::vector<Lower> lower_;
-  SimTime d2h_free_;  // the D2H queue is busy until then
+  std::unordered_set<uint64_t> ever_stored_;  // lookup only
+  SimTime d2h_free_;                          // the D2H queue is busy until then
   SimTime h2d_free_;
   std::vector<std::vector<uint64_t>> step_stores_;  // jobs prepared this step, submitted at its end
   std::vector<uint64_t> keys_, protected_;

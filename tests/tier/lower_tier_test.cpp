@@ -54,7 +54,8 @@ int64_t ms_ns(double ms) { return static_cast<int64_t>(ms * 1e6 + 0.5); }
 //  - with the lower tier: promote 100 us + 4e6 / 1e9 = 4.100 ms -> 24.100 ms, then host -> GPU
 //    10 us + 4e6 / 2e9 = 2.010 ms -> 26.110 ms (load time 6.110 ms); 1 token computed: 1.001 ms ->
 //    first token 27.111 ms;
-//  - without: B prefills 64 tokens, 20 -> 21.064 ms.
+//  - without: B prefills 64 tokens, 20 -> 21.064 ms; its 63 reusable tokens (a full prompt keeps one
+//    to compute) were stored in the host tier and are gone from the GPU and the host: evicted_all_tiers.
 TEST(LowerTier, HostMissPromotesFromTheLowerTierInTwoHops) {
   for (const bool with_lower : {true, false}) {
     RecordingSink sink;
@@ -69,10 +70,13 @@ TEST(LowerTier, HostMissPromotesFromTheLowerTierInTwoHops) {
       EXPECT_EQ(r.tier_loads, 1);
       EXPECT_EQ(r.tier_load_ns, ms_ns(6.110));
       EXPECT_EQ(r.first_token.ns(), ms_ns(27.111));
+      EXPECT_EQ(r.lost_tokens, 0);
     } else {
       EXPECT_EQ(r.tier_cached_tokens, 0);
       EXPECT_EQ(r.tier_loads, 0);
       EXPECT_EQ(r.first_token.ns(), ms_ns(21.064));
+      EXPECT_EQ(r.cause, MissCause::kEvictedAllTiers);
+      EXPECT_EQ(r.lost_tokens, 63);
     }
   }
 }
