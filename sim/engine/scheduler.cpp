@@ -274,7 +274,8 @@ void Scheduler::attribute_miss(EngineRequest& r, int64_t cached, int64_t attenti
   const int64_t k = cached / b;
   const bool whole_block_usable = (k + 1) * b <= len - 1;
   if (k < s && whole_block_usable) {
-    r.record.cause = MissCause::kEvicted;
+    r.record.cause = offload_ != nullptr && offload_->evicted_from_all_tiers(hashes, k) ? MissCause::kEvictedAllTiers
+                                                                                        : MissCause::kEvicted;
   } else if (k < text_blocks && whole_block_usable) {
     r.record.cause = MissCause::kDifferentImage;
   } else if (reusable > cached) {

@@ -22,11 +22,14 @@ enum class MissCause : uint8_t {
   kDifferentImage,
   kNoSavedState,  // hybrid: attention matched, but no saved state inside the match
   kStateEvicted,  // hybrid: the saved state had existed but was evicted
+  // kEvicted where the first missing block had also been stored in an offload tier (engine.kv_offload)
+  // and is now gone from the GPU and from every tier.
+  kEvictedAllTiers,
 };
 const char* miss_cause_name(MissCause c);
 // True for causes that are what-ifs rather than lost reuse (kDifferentImage).
 bool is_what_if(MissCause c);
-constexpr int kNumMissCauses = 7;
+constexpr int kNumMissCauses = 8;
 
 // Why a request left unfinished without being cut off by the end of the run (vLLM refuses such a
 // request at its API or the configuration at start-up).

@@ -29,6 +29,8 @@ const char* miss_cause_name(MissCause c) {
       return "no_saved_state";
     case MissCause::kStateEvicted:
       return "state_evicted";
+    case MissCause::kEvictedAllTiers:
+      return "evicted_all_tiers";
   }
   return "unknown";
 }

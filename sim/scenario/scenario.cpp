@@ -222,8 +222,6 @@ KvOffloadSettings read_kv_offload(const Reader& r, const YAML::Node& n, const st
   if (!n["tiers"]) r.fail(k("tiers"), "missing (a list of {tier, size})");
   const YAML::Node tiers = n["tiers"];
   if (!tiers.IsSequence() || tiers.size() == 0) r.fail(k("tiers"), "must be a non-empty list of {tier, size}");
-  if (tiers.size() != 1)
-    r.fail(k("tiers"), "only one tier (host DRAM) is modelled yet (got " + std::to_string(tiers.size()) + ")");
   for (size_t i = 0; i < tiers.size(); ++i) {
     const std::string w = k("tiers[" + std::to_string(i) + "]");
     const YAML::Node t = tiers[i];
@@ -239,8 +237,8 @@ KvOffloadSettings read_kv_offload(const Reader& r, const YAML::Node& n, const st
   if (n["chunk_tokens"]) o.chunk_tokens = r.integer(n["chunk_tokens"], k("chunk_tokens"), 1, INT32_MAX);
   if (n["offload_prompt_only"]) o.offload_prompt_only = r.boolean(n["offload_prompt_only"], k("offload_prompt_only"));
   if (n["eviction"]) o.eviction = r.str(n["eviction"], k("eviction"));
-  if (o.eviction != "lru")
-    r.fail(k("eviction"), "only lru is modelled yet (got " + quote_for_message(o.eviction) + ")");
+  if (o.eviction != "lru" && o.eviction != "arc")
+    r.fail(k("eviction"), "must be lru or arc (got " + quote_for_message(o.eviction) + ")");
   if (n["policy"]) o.policy = r.str(n["policy"], k("policy"));
   if (o.policy != "vllm" && o.policy != "cost")
     r.fail(k("policy"), "must be vllm or cost (got " + quote_for_message(o.policy) + ")");

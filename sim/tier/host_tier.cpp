@@ -8,10 +8,20 @@
 
 namespace kvsim {
 
+HostTier::HostTier(int64_t capacity_chunks, const std::string& eviction)
+    : capacity_(capacity_chunks), policy_(make_eviction_policy(eviction, capacity_chunks)) {}
+
 HostTier::State HostTier::state(uint64_t key) const {
   const auto it = entries_.find(key);
   if (it == entries_.end()) return State::kAbsent;
   return it->second.ref < 0 ? State::kPending : State::kReady;
+}
+
+bool HostTier::is_ready(uint64_t key) const { return state(key) == State::kReady; }
+
+bool HostTier::is_idle(uint64_t key) const {
+  const auto it = entries_.find(key);
+  return it != entries_.end() && it->second.ref == 0;
 }
 
 int64_t HostTier::ready_run(std::span<const uint64_t> keys) const {
@@ -21,12 +31,6 @@ int64_t HostTier::ready_run(std::span<const uint64_t> keys) const {
     ++n;
   }
   return n;
-}
-
-void HostTier::to_mru(uint64_t key, Entry& e) {
-  if (e.ref != 0) return;
-  if (e.pos != lru_.end()) lru_.erase(e.pos);
-  e.pos = lru_.insert(lru_.end(), key);
 }
 
 bool HostTier::prepare_store(std::span<const uint64_t> keys, std::span<const uint64_t> protected_keys,
@@ -41,18 +45,19 @@ bool HostTier::prepare_store(std::span<const uint64_t> keys, std::span<const uin
   if (need > 0) {
     const std::unordered_set<uint64_t> keep(protected_keys.begin(), protected_keys.end());
     std::vector<uint64_t> victims;
-    for (auto it = lru_.begin(); it != lru_.end() && std::ssize(victims) < need; ++it)
-      if (!keep.contains(*it)) victims.push_back(*it);
-    if (std::ssize(victims) < need) return false;  // vLLM: evict() is all or nothing; the store is skipped
-    for (uint64_t v : victims) {
-      auto e = entries_.find(v);
-      lru_.erase(e->second.pos);
-      entries_.erase(e);
-    }
+    // vLLM: evict() is all or nothing; on failure the store is skipped.
+    if (!policy_->evict(
+            need, keep, [this](uint64_t k) { return is_idle(k); }, &victims))
+      return false;
+    KVSIM_CHECK(std::ssize(victims) == need, "policy evicted " << victims.size() << " chunks, asked " << need);
+    for (uint64_t v : victims) entries_.erase(v);
     *evicted = need;
     evictions_ += need;
   }
-  for (uint64_t k : fresh) entries_.emplace(k, Entry{-1, lru_.end()});
+  for (uint64_t k : fresh) {
+    entries_.emplace(k, Entry{-1});
+    policy_->insert(k);
+  }
   *inserted = std::ssize(fresh);
   KVSIM_CHECK(size() <= capacity_, "tier holds " << size() << " chunks, capacity " << capacity_);
   return true;
@@ -63,26 +68,19 @@ void HostTier::complete_store(std::span<const uint64_t> keys) {
     auto it = entries_.find(k);
     if (it == entries_.end() || it->second.ref != -1) continue;
     it->second.ref = 0;
-    to_mru(k, it->second);
+    policy_->on_idle(k);
   }
 }
 
 void HostTier::touch(std::span<const uint64_t> keys) {
-  for (auto k = keys.rbegin(); k != keys.rend(); ++k) {
-    auto it = entries_.find(*k);
-    if (it != entries_.end()) to_mru(*k, it->second);
-  }
+  policy_->touch(keys, [this](uint64_t k) { return is_ready(k); });
 }
 
 void HostTier::begin_load(std::span<const uint64_t> keys) {
   for (uint64_t k : keys) {
     auto it = entries_.find(k);
     KVSIM_CHECK(it != entries_.end() && it->second.ref >= 0, "load of a chunk the tier does not hold ready");
-    if (it->second.ref == 0) {
-      lru_.erase(it->second.pos);
-      it->second.pos = lru_.end();
-    }
-    ++it->second.ref;
+    if (it->second.ref++ == 0) policy_->on_busy(k);
   }
 }
 
@@ -90,7 +88,7 @@ void HostTier::end_load(std::span<const uint64_t> keys) {
   for (uint64_t k : keys) {
     auto it = entries_.find(k);
     KVSIM_CHECK(it != entries_.end() && it->second.ref > 0, "load end without a load");
-    if (--it->second.ref == 0) to_mru(k, it->second);
+    if (--it->second.ref == 0) policy_->on_idle(k);
   }
 }
 

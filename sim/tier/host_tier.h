@@ -1,29 +1,33 @@
 #pragma once
-// HostTier: the chunk index of one offload tier, vLLM CPUOffloadingManager with the LRU policy
-// (vllm/v1/kv_offload/cpu/manager.py, vllm/v1/kv_offload/cpu/policies/lru.py; cluster-offload.md A.1).
+// HostTier: the chunk index of one offload tier, vLLM CPUOffloadingManager with an eviction policy
+// (vllm/v1/kv_offload/cpu/manager.py, cpu/policies/{lru,arc}.py via IEvictionPolicy; cluster-offload.md A.1).
 // A chunk is keyed by the block hash of its last block (hashes chain, so the key names the whole prefix).
 // Contract:
 //  - capacity in chunks; a stored chunk (pending or ready) takes one slot until evicted;
 //  - prepare_store drops keys already present, then needs one free slot per new key; if the tier lacks
-//    them it evicts ready, idle chunks from the LRU end, skipping `protected_keys` (the storing
+//    them the policy evicts ready, idle chunks (LRU: from the least recent end), skipping `protected_keys` (the storing
 //    request's own chunks), all or nothing: if too few are evictable the whole store is skipped
 //    (vLLM ALLOCATION_FAILURE) and nothing changes (rule 21);
 //  - a new chunk is write-pending (vLLM ref_cnt -1) until complete_store; pending chunks are neither
 //    hits nor evictable;
-//  - "use" (to the MRU end) = store completion, load completion, touch(); touch walks the keys in
-//    reverse so the first chunk of a prefix ends most recent (rule 22);
+//  - LRU "use" (to the MRU end) = store completion, load completion, touch(); touch walks the keys in
+//    reverse so the first chunk of a prefix ends most recent (rule 22); ARC: impl/arc_policy.h;
 //  - a chunk being loaded (begin_load .. end_load) is not evictable.
-// Iteration order is the LRU list only (deterministic); the hash map serves lookups.
+// Iteration order is the policy's lists only (deterministic); the hash map serves lookups.
 #include <cstdint>
-#include <list>
+#include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
+
+#include "sim/tier/i_eviction_policy.h"
 
 namespace kvsim {
 
 class HostTier {
  public:
-  explicit HostTier(int64_t capacity_chunks) : capacity_(capacity_chunks) {}
+  // `eviction`: a make_eviction_policy name (lru, arc).
+  explicit HostTier(int64_t capacity_chunks, const std::string& eviction = "lru");
 
   enum class State : uint8_t { kAbsent, kPending, kReady };
   State state(uint64_t key) const;
@@ -41,18 +45,19 @@ class HostTier {
   int64_t size() const { return static_cast<int64_t>(entries_.size()); }
   int64_t capacity() const { return capacity_; }
   int64_t evictions() const { return evictions_; }
+  const IEvictionPolicy& policy() const { return *policy_; }
 
  private:
   struct Entry {
-    int32_t ref = 0;  // -1: write pending; > 0: loads in flight; 0: idle (in lru_)
-    std::list<uint64_t>::iterator pos;
+    int32_t ref = 0;  // -1: write pending; > 0: loads in flight; 0: idle
   };
-  void to_mru(uint64_t key, Entry& e);
+  bool is_ready(uint64_t key) const;
+  bool is_idle(uint64_t key) const;
 
   int64_t capacity_;
   int64_t evictions_ = 0;
   std::unordered_map<uint64_t, Entry> entries_;
-  std::list<uint64_t> lru_;  // idle ready chunks, front = least recently used
+  std::unique_ptr<IEvictionPolicy> policy_;
 };
 
 }  // namespace kvsim

@@ -22,8 +22,19 @@ struct KvOffloadSettings {
   std::vector<KvOffloadTierSettings> tiers;
   int64_t chunk_tokens = 0;  // 0 = the engine block size; must be a multiple of it (vLLM block_size)
   bool offload_prompt_only = true;
-  std::string eviction = "lru";  // lru (arc not modelled yet)
+  std::string eviction = "lru";  // lru | arc (vLLM cpu/policies/{lru,arc}.py)
   std::string policy = "vllm";   // vllm: every hit >= 1 chunk is loaded; cost: only if faster than prefill
+};
+
+// A tier below the host tier (rule 25, vLLM TieringOffloadingSpec): written through from the host tier
+// when a host store completes; a host miss that hits here is promoted lower -> host -> GPU.
+struct KvOffloadLowerTier {
+  std::string tier;  // catalog name
+  int64_t size_bytes = 0;
+  int64_t capacity_chunks = 0;  // size_bytes / chunk_bytes, LRU
+  double read_bandwidth = 0;    // bytes/s tier -> host, per GPU
+  double write_bandwidth = 0;   // bytes/s host -> tier, per GPU
+  Duration latency;             // fixed cost of each job
 };
 
 struct KvOffloadConfig {
@@ -38,8 +49,10 @@ struct KvOffloadConfig {
   double read_bandwidth = 0;     // bytes/s tier -> GPU, per GPU
   double write_bandwidth = 0;    // bytes/s GPU -> tier, per GPU
   Duration latency;              // fixed cost of each transfer job
+  std::string eviction = "lru";  // make_eviction_policy name
   bool offload_prompt_only = true;
   bool cost_policy = false;
+  std::vector<KvOffloadLowerTier> lower;  // tiers[1..] in lookup order
 };
 
 }  // namespace kvsim

@@ -1,6 +1,7 @@
 #include "sim/tier/offload_resolution.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "sim/core/errors.h"
 
@@ -17,24 +18,39 @@ KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, co
   };
   if (s->backend != "native")
     fail("backend", "only native (vLLM OffloadingConnector) is modelled (got " + s->backend + ")");
-  if (s->eviction != "lru") fail("eviction", "only lru is modelled (got " + s->eviction + ")");
+  if (s->eviction != "lru" && s->eviction != "arc") fail("eviction", "must be lru or arc (got " + s->eviction + ")");
   if (s->policy != "vllm" && s->policy != "cost") fail("policy", "must be vllm or cost (got " + s->policy + ")");
-  if (s->tiers.size() != 1)
-    fail("tiers", "exactly one tier (host DRAM) is modelled (got " + std::to_string(s->tiers.size()) + ")");
+  if (s->tiers.empty()) fail("tiers", "must name at least the host tier");
   // The OffloadingConnector keys chunks by block hash: without prefix caching there are no hashes.
   if (!enable_prefix_caching) fail("", "needs enable_prefix_caching (chunks are keyed by block hash)");
   if (layout.groups.size() != 1 || layout.groups.front().kind != KvGroupKind::kFullAttention)
     fail("", "only models with one full-attention KV cache group are modelled (this layout has " +
                  std::to_string(layout.groups.size()) + " groups)");
-  const KvOffloadTierSettings& t = s->tiers.front();
-  std::string name = t.tier;
-  std::replace(name.begin(), name.end(), '_', '-');
-  const auto it = hw.tiers.find(name);
-  if (it == hw.tiers.end()) {
-    std::string known;
-    for (const auto& [n, spec] : hw.tiers) known += (known.empty() ? "" : ", ") + n;
-    fail("tiers[0].tier", "unknown tier '" + t.tier + "' (known: " + known + ")");
+  // Catalog entry of tiers[i]; its kind is the name up to the first '-' (host, nvme, remote).
+  const auto catalog = [&](size_t i) -> const std::pair<const std::string, TierSpec>& {
+    std::string name = s->tiers[i].tier;
+    std::replace(name.begin(), name.end(), '_', '-');
+    const auto it = hw.tiers.find(name);
+    if (it == hw.tiers.end()) {
+      std::string known;
+      for (const auto& [n, spec] : hw.tiers) known += (known.empty() ? "" : ", ") + n;
+      fail("tiers[" + std::to_string(i) + "].tier", "unknown tier '" + s->tiers[i].tier + "' (known: " + known + ")");
+    }
+    return *it;
+  };
+  const auto kind = [](const std::string& name) { return name.substr(0, name.find('-')); };
+  std::vector<std::string> kinds;
+  for (size_t i = 0; i < s->tiers.size(); ++i) {
+    const std::string kd = kind(catalog(i).first);
+    const std::string w = "tiers[" + std::to_string(i) + "].tier";
+    if (std::find(kinds.begin(), kinds.end(), kd) != kinds.end())
+      fail(w, "two tiers of kind " + kd + " ('" + s->tiers[i].tier + "'); each kind at most once");
+    if (i > 0 && kd == "host") fail(w, "the host tier must be the first entry (got '" + s->tiers[i].tier + "')");
+    kinds.push_back(kd);
   }
+  const KvOffloadTierSettings& t = s->tiers.front();
+  const std::string name = catalog(0).first;
+  const auto it = hw.tiers.find(name);
   const TierSpec& spec = it->second;
   const int64_t b = layout.block_size;
   c.chunk_tokens = s->chunk_tokens == 0 ? b : s->chunk_tokens;
@@ -54,8 +70,25 @@ KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, co
   c.read_bandwidth = spec.read_bandwidth;
   c.write_bandwidth = spec.write_bandwidth;
   c.latency = spec.latency;
+  c.eviction = s->eviction;
   c.offload_prompt_only = s->offload_prompt_only;
   c.cost_policy = s->policy == "cost";
+  // vLLM TieringOffloadingSpec stages every secondary tier through the CPU: a lower tier without a host
+  // tier above it is not modelled.
+  if (kind(name) != "host" && s->tiers.size() > 1)
+    fail("tiers[0].tier", "a lower tier needs the host tier first (got '" + t.tier + "')");
+  for (size_t i = 1; i < s->tiers.size(); ++i) {
+    const TierSpec& ls = catalog(i).second;
+    if (s->tiers[i].size <= 0) fail("tiers[" + std::to_string(i) + "].size", "must be > 0");
+    KvOffloadLowerTier l;
+    l.tier = catalog(i).first;
+    l.size_bytes = s->tiers[i].size;
+    l.capacity_chunks = c.chunk_bytes > 0 ? l.size_bytes / c.chunk_bytes : 0;
+    l.read_bandwidth = ls.read_bandwidth;
+    l.write_bandwidth = ls.write_bandwidth;
+    l.latency = ls.latency;
+    c.lower.push_back(l);
+  }
   return c;
 }
 

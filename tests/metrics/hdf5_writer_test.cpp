@@ -85,7 +85,7 @@ TEST(Hdf5Writer, DatasetsAndMetaReadBack) {
   EXPECT_EQ(rd.read_ints("/requests/cached_tokens"), (std::vector<int64_t>{0, 512}));
   EXPECT_EQ(rd.read_ints("/requests/miss_cause")[1], static_cast<int64_t>(MissCause::kEvicted));
   EXPECT_EQ(rd.read_string_attribute("/requests/miss_cause", "names"),
-            "none,never_seen,evicted,partial_block,different_image,no_saved_state,state_evicted");
+            "none,never_seen,evicted,partial_block,different_image,no_saved_state,state_evicted,evicted_all_tiers");
   EXPECT_EQ(rd.read_ints("/requests/finished"), (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(rd.read_ints("/requests/saved_state_positions"), (std::vector<int64_t>{512, 768}));
   EXPECT_EQ(rd.read_ints("/requests/saved_state_offsets"), (std::vector<int64_t>{0, 0, 2}));

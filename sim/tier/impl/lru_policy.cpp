@@ -1,0 +1,38 @@
+#include "sim/tier/impl/lru_policy.h"
+
+namespace kvsim {
+
+void LruPolicy::to_mru(uint64_t key) {
+  const auto it = pos_.find(key);
+  if (it != pos_.end()) lru_.erase(it->second);
+  pos_[key] = lru_.insert(lru_.end(), key);
+}
+
+void LruPolicy::on_idle(uint64_t key) { to_mru(key); }
+
+void LruPolicy::on_busy(uint64_t key) {
+  const auto it = pos_.find(key);
+  if (it == pos_.end()) return;
+  lru_.erase(it->second);
+  pos_.erase(it);
+}
+
+void LruPolicy::touch(std::span<const uint64_t> keys, const KeyPredicate&) {
+  for (auto k = keys.rbegin(); k != keys.rend(); ++k)
+    if (pos_.contains(*k)) to_mru(*k);  // only idle chunks are in the list
+}
+
+bool LruPolicy::evict(int64_t n, const std::unordered_set<uint64_t>& protected_keys, const KeyPredicate&,
+                      std::vector<uint64_t>* victims) {
+  victims->clear();
+  for (auto it = lru_.begin(); it != lru_.end() && std::ssize(*victims) < n; ++it)
+    if (!protected_keys.contains(*it)) victims->push_back(*it);
+  if (std::ssize(*victims) < n) {
+    victims->clear();
+    return false;  // vLLM: evict() is all or nothing
+  }
+  for (uint64_t v : *victims) on_busy(v);
+  return true;
+}
+
+}  // namespace kvsim
