@@ -250,6 +250,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     disagg.settings = s.cluster.disaggregation;
     FlowOptions fo;
     fo.per_flow_cap = disagg.settings.per_flow_cap;
+    fo.per_descriptor = duration_from_seconds(disagg.settings.per_descriptor_s);
     network = std::make_unique<FlowNetwork>(ctx, *topology, fo);
     disagg.network = network.get();
     for (const PoolSettings& p : s.cluster.pools) disagg.pool_roles.push_back(p.role);

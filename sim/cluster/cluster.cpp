@@ -300,10 +300,11 @@ void Cluster::start_pull(int decode, RequestId id, int slot, int64_t local_hit) 
   p.bytes = 0;
   const std::vector<int>& src = disagg_->instance_gpus[static_cast<size_t>(p.prefill)];
   const std::vector<int>& dst = disagg_->instance_gpus[static_cast<size_t>(decode)];
-  const Duration per_descriptor = duration_from_seconds(disagg_->settings.per_descriptor_s);
+  p.flows.clear();
+  p.flows.reserve(flows.size());
   for (const RankFlow& f : flows) {
     p.bytes += f.bytes;
-    TransferRecord t;
+    TransferRecord& t = p.flows.emplace_back();
     t.id = id;
     t.src_instance = p.prefill;
     t.dst_instance = decode;
@@ -315,23 +316,23 @@ void Cluster::start_pull(int decode, RequestId id, int slot, int64_t local_hit) 
     t.start = ctx_.now();
     const uint64_t hash = avalanche64(static_cast<uint64_t>(id.value()) * 0x9E3779B97F4A7C15ULL ^
                                       (static_cast<uint64_t>(f.dst_rank) << 32) ^ static_cast<uint64_t>(f.src_rank));
-    const auto path = disagg_->network->topology().route(t.src_gpu, t.dst_gpu, hash);
-    KVSIM_CHECK(path.has_value(), "no path between GPUs " << t.src_gpu << " and " << t.dst_gpu);
-    t.hops = static_cast<int>(path->links.size());
-    t.links = path->links;  // the network routes the flow by the same hash: the same path
-    const Duration extra = Duration::ns(per_descriptor.ns() * f.descriptors);
-    disagg_->network->start(
-        t.src_gpu, t.dst_gpu, f.bytes, hash, [this, t]() mutable { on_flow_done(t.id, t); }, 0, extra);
+    // Descriptors are costed by the network (FlowOptions::per_descriptor).
+    const size_t k = p.flows.size() - 1;
+    const int64_t flow = disagg_->network->start(
+        t.src_gpu, t.dst_gpu, f.bytes, hash, [this, id, k] { on_flow_done(id, k); }, 0, Duration::zero(),
+        f.descriptors);
+    t.links = disagg_->network->flow_links(flow);
+    t.hops = static_cast<int>(t.links.size());
   }
 }
 
-void Cluster::on_flow_done(RequestId id, const TransferRecord& done) {
-  TransferRecord t = done;
-  t.end = ctx_.now();
-  if (arrival_sink_ != nullptr) arrival_sink_->on_transfer(t);
+void Cluster::on_flow_done(RequestId id, size_t flow) {
   auto it = pending_.find(id.value());
   KVSIM_CHECK(it != pending_.end(), "flow of request " << id.value() << " not pending");
   Pending& p = it->second;
+  TransferRecord& t = p.flows.at(flow);
+  t.end = ctx_.now();
+  if (arrival_sink_ != nullptr) arrival_sink_->on_transfer(t);
   if (--p.flows_left > 0) return;
   p.pulled = true;
   // Layer-wise: the last layers leave the prefill side only when its step ends.

@@ -125,7 +125,7 @@ class Cluster final : private IClusterView {
   void on_prefill_sent(int prefill, RequestId id, int slot, const RequestRecord& rec);
   void on_prefill_rejected(int prefill, RequestId id);
   void start_pull(int decode, RequestId id, int slot, int64_t local_hit);
-  void on_flow_done(RequestId id, const TransferRecord& t);
+  void on_flow_done(RequestId id, size_t flow);
   void on_decode_done(int decode, RequestId id);
   void schedule_link_sample(SimTime at);
   void on_link_sample();
@@ -170,6 +170,7 @@ class Cluster final : private IClusterView {
     int prefill_slot = -1;  // set once the prefill instance holds the blocks
     int decode_slot = -1;
     SimTime start;
+    std::vector<TransferRecord> flows;  // the pull's flows, filled in as they start; end set when done
     int flows_left = 0;
     int64_t bytes = 0;
     bool pulled = false;            // every flow ended

@@ -53,6 +53,8 @@ class FlowNetwork {
   double link_bytes(int link) const;                                    // bytes carried so far, as of ctx.now()
   // The current rate of a flow that is moving bytes; 0 in its latency phase or once done.
   double flow_rate(int64_t flow) const;
+  // The directed links of a flow not yet done, source to destination (empty for src == dst).
+  const std::vector<int>& flow_links(int64_t flow) const { return flows_.at(flow).links; }
 
   struct Stats {
     int64_t flows_started = 0, flows_done = 0;

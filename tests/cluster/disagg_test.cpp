@@ -285,3 +285,17 @@ cluster:
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+TEST(Disagg, PerDescriptorCostIsPaidBeforeBytesMove) {
+  // Qwen3-8B, 300-token prompts: 19 blocks x 36 layers x (K, V) = 1,368 descriptors; at 1 us each the
+  // NVLink pull (5 us + 44,826,624 B / 360 GB/s) takes 1.368 ms longer.
+  const SimulationResult r =
+      run_simulation(parse_scenario(cluster("  disaggregation: {decider: always, per_descriptor: 1us}\n"), "d.yaml"));
+  EXPECT_NEAR(r.summary.disaggregation.pull_ms.p50, (5e-6 + 44'826'624 / 360e9 + 1368e-6) * 1e3, 1e-5);
+}
+
+}  // namespace
+}  // namespace kvsim

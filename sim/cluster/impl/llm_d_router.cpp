@@ -69,8 +69,7 @@ class LlmDRouter final : public IRouter {
  private:
   // The block count a score is a fraction of (prefix_scores).
   int64_t matchable_blocks(const RequestSpec& spec, const IClusterView& view, int i) {
-    if (s_.precise)
-      return std::min<int64_t>(spec.prompt_tokens / view.info(i).block_size, s_.max_prefix_blocks);
+    if (s_.precise) return std::min<int64_t>(spec.prompt_tokens / view.info(i).block_size, s_.max_prefix_blocks);
     return static_cast<int64_t>(hashes_for(spec, block_size(view, i)).size());
   }
   static std::vector<int64_t> capacities(const RouterSettings& s, const IClusterView& view) {
