@@ -13,10 +13,11 @@ uint64_t text_only_key(uint64_t h) { return avalanche64(h ^ 0x746578742d6f6e6cUL
 // The attribution's memory of past keys (RecentKeys): a key is remembered while fewer than 8 x
 // num_blocks other distinct keys were touched after it (a block registers its hash, with images or run
 // boundaries a few more keys), so it is forgotten only after the cache has turned over about eight
-// times; the horizon is at least 2^14 and at most 2^21 keys (32 B each: 0.5 to 64 MiB).
+// times; the horizon is at least 2^14 and at most 2^20 keys (32 B each: 0.5 to 32 MiB per instance;
+// at the cap, a cache above 2^17 blocks is remembered for fewer turnovers).
 size_t seen_horizon(int64_t num_blocks) {
   size_t h = size_t{1} << 14;
-  while (static_cast<int64_t>(h) < 8 * num_blocks && h < (size_t{1} << 21)) h <<= 1;
+  while (static_cast<int64_t>(h) < 8 * num_blocks && h < (size_t{1} << 20)) h <<= 1;
   return h;
 }
 }  // namespace
@@ -138,7 +139,7 @@ void Scheduler::note_progress(int slot) {
 }
 
 void Scheduler::register_blocks(int slot, int64_t num_tokens) {
-  if (!config_.enable_prefix_caching) return;
+  if (!config_.enable_prefix_caching || kv_.nothing_to_cache(slot, num_tokens)) return;
   EngineRequest& r = request(slot);
   const size_t saved_before = r.record.saved_state_positions.size();
   const int64_t first = kv_.cache_blocks(slot, r.hasher.hashes(), num_tokens, &r.record.saved_state_positions);
