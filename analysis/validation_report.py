@@ -67,6 +67,11 @@ def why_not(row, gpus):
     return ", ".join(r)
 
 
+# The columns the current `validate` reads (sim/app/validate_command.cpp); the cache key uses only these
+# unless --all (a newer binary may read more).
+READ_BY_VALIDATE = ["model", "gpu", "tp", "isl", "osl", "concurrency", "ttft_ms", "tpot_ms", "engine", "dtype",
+                    "max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill", "prefill_workers", "prefill_tp",
+                    "decode_workers", "decode_tp", "topology"]
 LINE = re.compile(r"^(\d+)\s+\S+\s+\S+\s+\S+\s+\d+\s+\d+\s+\d+\s+\d+\s+(\S+)\s+(.*)$")
 
 
@@ -153,7 +158,8 @@ def main():
     # Cache: one JSON line per simulated row, keyed by the row's CSV text, the validate options and the
     # binary's mtime, so an interrupted report resumes.
     stamp = "%s|%d|%s" % (a.kvsim, os.path.getmtime(a.kvsim), " ".join(extra))
-    rowkey = lambda r: stamp + "|" + ",".join(str(r[c]) for c in run.columns if not c.startswith("_"))
+    read = [c for c in READ_BY_VALIDATE if c in run.columns] if not a.all else [c for c in run.columns if c[0] != "_"]
+    rowkey = lambda r: stamp + "|" + ",".join(str(r[c]) for c in read)
     cache = {}
     if a.cache and os.path.exists(a.cache):
         with open(a.cache) as f:

@@ -125,6 +125,8 @@ def main(path):
         prec = r.precision if isinstance(r.precision, str) else "bf16"
         version = r.backend_version if isinstance(r.backend_version, str) else ""
         tp, dp, pp, ep, moe_tp = r.tp_size, r.attention_dp_size, r.pp_size, r.moe_ep_size, r.moe_tp_size
+        if group == "dense":  # the sample's MoE fields carry 0 / 1 placeholders for dense models
+            ep, moe_tp = 1, ""
         gpus = tp * dp * pp
         notes = []
         layouts = sorted({(x.tp_size, x.attention_dp_size, x.moe_tp_size, x.moe_ep_size) for x in g.itertuples()})
