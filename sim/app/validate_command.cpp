@@ -139,6 +139,9 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
         throw InputError(f.where(r, *c_chunk) + ": expected true or false (got '" + v + "')");
     }
     p.disagg = read_disaggregated_columns(f, r, p.gpu, p.tp, hw, hardware_dir);
+    p.parallel = read_parallel_columns(f, r, p.tp);
+    if (p.disagg && p.parallel.any())
+      throw InputError(f.where(r, c_tp) + ": a disaggregated point with dp / pp / ep / nodes columns is not modelled");
     out.push_back(p);
   }
   return out;
@@ -177,6 +180,7 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   y += "  weight_dtype: " + p.dtype + "\n";
   y += "  latency_model: " + latency_model + "\n";
   y += "  enable_prefix_caching: false\n";
+  y += parallel_engine_yaml(p.parallel);
   const bool cols = protocol.use_engine_columns;
   const int max_seqs = cols && p.max_num_seqs ? *p.max_num_seqs : std::max(p.concurrency, 256);
   y += "  max_num_seqs: " + std::to_string(max_seqs) + "\n";
