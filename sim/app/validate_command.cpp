@@ -301,7 +301,8 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
                   static_cast<long long>(p.osl), p.concurrency, p.ttft_ms, row.ttft,
                   (row.ttft - p.ttft_ms) / p.ttft_ms * 100, p.tpot_ms, row.tpot,
                   (row.tpot - p.tpot_ms) / p.tpot_ms * 100);
-    out << buf << (p.disagg ? disaggregated_suffix(*p.disagg, *r.collector, first_id) : "") << "\n";
+    out << buf << (p.disagg ? disaggregated_suffix(*p.disagg, *r.collector, first_id) : "")
+        << parallel_suffix(p.parallel, p.tp) << "\n";
     rows.push_back(row);
   }
   out << "\nabsolute relative error (%), " << protocol.warmup_per_slot << " + " << protocol.requests_per_slot

@@ -58,6 +58,15 @@ ParallelColumns read_parallel_columns(const CsvFile& f, size_t r, int tp) {
   return c;
 }
 
+std::string parallel_suffix(const ParallelColumns& c, int tp) {
+  if (!c.any()) return "";
+  std::string s = "  layout DP" + std::to_string(c.dp) + " x PP" + std::to_string(c.pp) + " x TP" + std::to_string(tp);
+  if (c.expert_parallel) s += ", EP" + std::to_string(c.dp * tp);
+  s += ", " + std::to_string(c.gpus_per_node.value_or(8)) + " GPUs/node";
+  if (!c.all2all_backend.empty()) s += ", " + c.all2all_backend;
+  return s;
+}
+
 std::string parallel_engine_yaml(const ParallelColumns& c) {
   std::string y;
   if (c.dp > 1) y += "  data_parallel_size: " + std::to_string(c.dp) + "\n";

@@ -32,6 +32,10 @@ struct ParallelColumns {
 // Throws InputError "<file>:<line>: column '<name>': ..." for a bad value.
 ParallelColumns read_parallel_columns(const CsvFile& f, size_t row, int tp);
 
+// After a row with the columns: "  layout DP2 x PP1 x TP4, EP8, 8 GPUs/node, deepep_low_latency"; empty
+// without them.
+std::string parallel_suffix(const ParallelColumns& c, int tp);
+
 // Engine keys (YAML lines indented two spaces under "engine:"); empty when nothing is set.
 std::string parallel_engine_yaml(const ParallelColumns& c);
 
