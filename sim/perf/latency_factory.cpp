@@ -54,7 +54,7 @@ std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const
     if (i + 1 < ranges.size()) {
       // Stage i's first GPU and stage i + 1's (DP rank 0): vLLM ranks are (dp, pp, tp), TP innermost.
       const int a = static_cast<int>(i) * plan.tp, b = static_cast<int>(i + 1) * plan.tp;
-      sends.push_back(a / plan.gpus_per_node == b / plan.gpus_per_node ? plan.intra : plan.inter);
+      sends.push_back(a / plan.node_size() == b / plan.node_size() ? plan.intra : plan.inter);
     }
   }
   return std::make_unique<PipelineLatencyModel>(std::move(stages), std::move(sends),

@@ -14,7 +14,7 @@ constexpr double kActivationBytes = 2.0;
 // vLLM's global rank of (dp rank d, pipeline stage p, tp rank t): ParallelConfig / parallel_state.py
 // lay ranks out as reshape(-1, dp, pp, tp), TP innermost. Ranks fill nodes in order.
 int global_rank(const ParallelPlan& p, int d, int s, int t) { return (d * p.pp + s) * p.tp + t; }
-bool same_node(const ParallelPlan& p, int a, int b) { return a / p.gpus_per_node == b / p.gpus_per_node; }
+bool same_node(const ParallelPlan& p, int a, int b) { return a / p.node_size() == b / p.node_size(); }
 
 }  // namespace
 
@@ -43,13 +43,11 @@ bool is_dispatch_combine_backend(const std::string& name, const std::string& key
 
 ParallelTerms::ParallelTerms(const ParallelPlan& plan, double hidden, int topk, int num_experts, int moe_layers)
     : plan_(plan), hidden_(hidden), moe_layers_(moe_layers) {
-  if (plan.gpus_per_node < 1)
-    throw InputError("gpus_per_node must be >= 1 (got " + std::to_string(plan.gpus_per_node) + ")");
-  cross_node_tp_ = plan.tp > plan.gpus_per_node;
-  const bool multi_node = plan.dp * plan.pp * plan.tp > plan.gpus_per_node;
+  cross_node_tp_ = plan.tp > plan.node_size();
+  const bool multi_node = plan.dp * plan.pp * plan.tp > plan.node_size();
   if (multi_node && !(plan.inter.bandwidth > 0))
     throw InputError("a layout over " + std::to_string(plan.dp * plan.pp * plan.tp) +
-                     " GPUs (dp x pp x tp) spans nodes of " + std::to_string(plan.gpus_per_node) +
+                     " GPUs (dp x pp x tp) spans nodes of " + std::to_string(plan.node_size()) +
                      " GPUs and needs an inter-node link with a bandwidth");
   if ((plan.dp > 1 || plan.pp > 1) && !(plan.intra.bandwidth > 0))
     throw InputError("data or pipeline parallelism needs an intra-node link with a bandwidth");

@@ -52,10 +52,12 @@ struct ParallelPlan {
   int pp = 1;
   bool expert_parallel = false;
   std::string all2all_backend = "allgather_reducescatter";
-  int gpus_per_node = 8;
+  // GPUs sharing NVLink; 0: all of them (one node, the models' behaviour before the layout existed).
+  // The composition root sets it from engine.gpus_per_node (default 8).
+  int gpus_per_node = 0;
   LinkCost intra;  // NVLink (or the GPU's fastest peer link), per GPU per direction
   LinkCost inter;  // one NIC per GPU
-  bool trivial() const { return dp == 1 && pp == 1 && !expert_parallel && tp <= gpus_per_node; }
+  int node_size() const { return gpus_per_node > 0 ? gpus_per_node : dp * pp * tp; }
 };
 
 // vLLM's all2all_backend names; true for those that dispatch and combine (all-to-all), false for

@@ -133,6 +133,12 @@ TEST(MultiNodeTp, AllReduceRunsThroughTheNic) {
   EXPECT_NEAR(in_node.breakdown(decode_batch(100)).allreduce_s, 8 * (5e-6 + 2.0 * 7 / 8 * 204800.0 / 100e9), 1e-12);
 }
 
+TEST(MultiNodeTp, WithoutANodeSizeEveryGpuSharesNvlink) {
+  // The default plan (gpus_per_node 0) keeps the model as before the layout: TP 16 on the GPU's NVLink.
+  const RooflineLatencyModel m(tiny_model(), toy_gpu(), 16, DType::kBf16, DType::kBf16);
+  EXPECT_NEAR(m.breakdown(decode_batch(100)).allreduce_s, 8 * (5e-6 + 2.0 * 15 / 16 * 204800.0 / 100e9), 1e-12);
+}
+
 TEST(MultiNodeTp, NeedsAnInterNodeLink) {
   ParallelPlan p = hgx_plan(16, 1, false, "naive");
   p.inter = {};
