@@ -139,6 +139,9 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
         throw InputError(f.where(r, *c_chunk) + ": expected true or false (got '" + v + "')");
     }
     p.disagg = read_disaggregated_columns(f, r, p.gpu, p.tp, hw, hardware_dir);
+    p.parallel = read_parallel_columns(f, r, p.tp);
+    if (p.disagg && p.parallel.any())
+      throw InputError(f.where(r, c_tp) + ": a disaggregated point with dp / pp / ep / nodes columns is not modelled");
     out.push_back(p);
   }
   return out;
@@ -177,6 +180,7 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   y += "  weight_dtype: " + p.dtype + "\n";
   y += "  latency_model: " + latency_model + "\n";
   y += "  enable_prefix_caching: false\n";
+  y += parallel_engine_yaml(p.parallel);
   const bool cols = protocol.use_engine_columns;
   const int max_seqs = cols && p.max_num_seqs ? *p.max_num_seqs : std::max(p.concurrency, 256);
   y += "  max_num_seqs: " + std::to_string(max_seqs) + "\n";
@@ -297,7 +301,8 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
                   static_cast<long long>(p.osl), p.concurrency, p.ttft_ms, row.ttft,
                   (row.ttft - p.ttft_ms) / p.ttft_ms * 100, p.tpot_ms, row.tpot,
                   (row.tpot - p.tpot_ms) / p.tpot_ms * 100);
-    out << buf << (p.disagg ? disaggregated_suffix(*p.disagg, *r.collector, first_id) : "") << "\n";
+    out << buf << (p.disagg ? disaggregated_suffix(*p.disagg, *r.collector, first_id) : "")
+        << parallel_suffix(p.parallel, p.tp) << "\n";
     rows.push_back(row);
   }
   out << "\nabsolute relative error (%), " << protocol.warmup_per_slot << " + " << protocol.requests_per_slot

@@ -8,6 +8,7 @@
 #include "sim/model/hardware.h"
 #include "sim/model/model_spec.h"
 #include "sim/perf/i_latency_model.h"
+#include "sim/perf/parallel_terms.h"
 
 namespace kvsim {
 
@@ -24,6 +25,9 @@ struct LatencyModelSpec {
   // calibrated model always uses kCalibrationTablesBlockSize.
   int default_block_size = 0;
   bool block_cost = true;
+  // DP / EP / PP and the links between GPUs (parallel_terms.h); parallel.tp is set from `tp`. PP > 1
+  // builds a PipelineLatencyModel over one model per stage (pipeline_model.h).
+  ParallelPlan parallel;
 };
 
 // The block size aiconfigurator's vLLM attention collector ran at (collector/vllm/collect_attn.py:
