@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <sstream>
 
 #include "sim/app/commands.h"
 #include "sim/app/simulation.h"
 #include "sim/core/errors.h"
+#include "sim/core/input_file.h"
 #include "sim/metrics/quantiles.h"
 #include "sim/model/model_spec.h"
 #include "sim/perf/csv_file.h"
@@ -200,6 +202,56 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   return parse_scenario(y, "validation point line " + std::to_string(p.line));
 }
 
+// A points file states how its points were measured in a comment line before the header:
+//   # protocol: warmup_per_slot=0 requests_per_slot=10 [client=NAME]
+// (models/latency/README.md, "Closed-loop measurement protocol"). Values given on the command line win.
+// Returns the client named, or "" when the file has no protocol line.
+std::string read_protocol_directive(const std::string& path, ValidationProtocol& protocol, bool warmup_given,
+                                    bool requests_given) {
+  LineReader reader(path, "points file");
+  std::string_view line;
+  std::string client;
+  bool found = false;
+  while (reader.next(line)) {
+    if (line.empty() || line.front() != '#') break;  // directives only in the leading comments
+    constexpr std::string_view kKey = "# protocol:";
+    if (line.substr(0, kKey.size()) != kKey) continue;
+    const std::string where = path + ":" + std::to_string(reader.line_number());
+    if (found) throw InputError(where + ": a second '# protocol:' line");
+    found = true;
+    std::istringstream words{std::string(line.substr(kKey.size()))};
+    std::string word;
+    while (words >> word) {
+      const size_t eq = word.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == word.size())
+        throw InputError(where + ": protocol item '" + word + "' is not key=value");
+      const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+      if (key == "client") {
+        client = value;
+        continue;
+      }
+      if (key != "warmup_per_slot" && key != "requests_per_slot")
+        throw InputError(where + ": unknown protocol key '" + key +
+                         "' (known: warmup_per_slot, requests_per_slot, client)");
+      int v = -1;
+      size_t used = 0;
+      try {
+        v = std::stoi(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      const int lo = key == "warmup_per_slot" ? 0 : 1;
+      if (used != value.size() || v < lo || v > kMaxPerSlot)
+        throw InputError(where + ": protocol " + key + " '" + value + "' must be an integer in [" + std::to_string(lo) +
+                         ", " + std::to_string(kMaxPerSlot) + "]");
+      if (key == "warmup_per_slot" && !warmup_given) protocol.warmup_per_slot = v;
+      if (key == "requests_per_slot" && !requests_given) protocol.requests_per_slot = v;
+    }
+  }
+  if (found && client.empty()) client = "unnamed client";
+  return client;
+}
+
 int run_validate_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc(
       "kvsim validate POINTS.csv [options]\n\nSimulate measured end-to-end points (closed loop at each point's "
@@ -211,10 +263,11 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     ("help,h", "show this help")
     ("requests-per-slot", po::value<int>()->default_value(10),
      "measured requests per point = this x concurrency (genai-perf --request-count 10 x concurrency in "
-     "aiconfigurator's runner)")
+     "aiconfigurator's runner); overrides the file's '# protocol:' line")
     ("warmup-per-slot", po::value<int>()->default_value(2),
      "requests sent first and excluded from the means = this x concurrency (genai-perf "
-     "--warmup-request-count 2 x concurrency); 0 = the start-up burst is measured")
+     "--warmup-request-count 2 x concurrency); 0 = the start-up burst is measured (the client drains its "
+     "warm-up first, as aiperf and genai-perf do); overrides the file's '# protocol:' line")
     ("extra-clients", po::value<int>()->default_value(0),
      "hypothesis H1 (not a measured protocol): this many clients beyond the point's concurrency, so that "
      "with max_num_seqs = concurrency they queue for a slot (see models/latency/README.md)")
@@ -256,6 +309,8 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   const std::string hw = vm["hardware-dir"].as<std::string>();
   const std::string path = vm["points"].as<std::string>();
   const auto points = read_validation_points(path, hw);
+  const std::string client =
+      read_protocol_directive(path, protocol, !vm["warmup-per-slot"].defaulted(), !vm["requests-per-slot"].defaulted());
 
   std::vector<Row> rows;
   std::vector<int> excluded;  // lines of points with no finished request
@@ -306,7 +361,8 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     rows.push_back(row);
   }
   out << "\nabsolute relative error (%), " << protocol.warmup_per_slot << " + " << protocol.requests_per_slot
-      << " x concurrency requests per point (warm-up excluded), "
+      << " x concurrency requests per point (warm-up excluded"
+      << (client.empty() ? "; command-line / default protocol" : "; protocol of the file: " + client) << "), "
       << (protocol.use_engine_columns ? "per-row scheduler settings" : "engine default scheduler settings")
       << (protocol.extra_clients > 0 ? ", " + std::to_string(protocol.extra_clients) + " extra client(s) (H1)" : "")
       << ", latency model " << lm << "\n";

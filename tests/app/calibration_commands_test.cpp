@@ -26,6 +26,28 @@ TEST(ValidateCommand, RunsTheCommittedPointsAndPrintsTheSummary) {
   EXPECT_NE(r.out.find("\nall "), std::string::npos);
 }
 
+TEST(ValidateCommand, TheFilesProtocolLineSetsTheRequestCountsAndTheCommandLineWins) {
+  const std::string p = write_temp("v_protocol.csv",
+                                   "# measured with aiperf\n"
+                                   "# protocol: warmup_per_slot=0 requests_per_slot=3 client=aiperf\n" +
+                                       std::string(kHeader) + "models/qwen3-8b.json,h100-sxm,1,128,16,2,10,5\n");
+  const CliResult r = run_kvsim("validate " + p);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("0 + 3 x concurrency requests per point (warm-up excluded; protocol of the file: aiperf)"),
+            std::string::npos)
+      << r.out;
+  const CliResult o = run_kvsim("validate --warmup-per-slot 1 " + p);
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_NE(o.out.find("1 + 3 x concurrency"), std::string::npos) << o.out;
+  const CliResult d =
+      run_kvsim("validate " + write_temp("v_noprotocol.csv",
+                                         std::string(kHeader) + "models/qwen3-8b.json,h100-sxm,1,128,16,2,10,5\n"));
+  ASSERT_EQ(d.exit_code, 0) << d.out;
+  EXPECT_NE(d.out.find("2 + 10 x concurrency requests per point (warm-up excluded; command-line / default protocol)"),
+            std::string::npos)
+      << d.out;
+}
+
 TEST(ValidateCommand, MissingColumnNamesFileAndLine) {
   const std::string p = write_temp(
       "v_missing.csv", "model,gpu,tp,isl,osl,concurrency,ttft_ms\nmodels/qwen3-8b.json,h100-sxm,1,128,16,1,10\n");
@@ -69,7 +91,8 @@ TEST(ValidateCommand, SchedulerColumnsAndProtocolAreReported) {
                  "models/qwen3-8b.json,h100-sxm,1,128,16,2,10,5,trtllm,1630,2,false\n");
   const CliResult r = run_kvsim("validate " + p + " --requests-per-slot 3 --warmup-per-slot 1");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("1 + 3 x concurrency requests per point (warm-up excluded), per-row scheduler settings"),
+  EXPECT_NE(r.out.find("1 + 3 x concurrency requests per point (warm-up excluded; command-line / default protocol), "
+                       "per-row scheduler settings"),
             std::string::npos)
       << r.out;
   const CliResult d = run_kvsim("validate " + p + " --engine-defaults --extra-clients 1");
