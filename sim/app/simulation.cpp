@@ -187,6 +187,8 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     lm.block_size = cfg.layout.block_size;
     lm.default_block_size = cfg.default_block_size;
     lm.block_cost = p.engine.paged_block_cost;
+    lm.max_num_seqs = cfg.max_num_seqs;
+    lm.max_num_batched_tokens = cfg.max_num_batched_tokens;
     latency.push_back(make_latency_model(lm, res.model, gpu, s.path + ": " + where.engine_key + ".latency_model"));
     PoolRun run;
     run.info.name = p.name;

@@ -2,6 +2,7 @@
 
 #include "sim/core/errors.h"
 #include "sim/perf/calibrated_model.h"
+#include "sim/perf/cuda_graph.h"
 #include "sim/perf/latency_tables.h"
 #include "sim/perf/roofline_model.h"
 
@@ -20,8 +21,14 @@ std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, 
     const LatencyTables tables = load_latency_tables(spec.tables_dir, gpu.name);
     const PagedBlockTerm block =
         term ? PagedBlockTerm(model, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
+    // vLLM pads each step to its captured CUDA-graph sizes; SGLang and TensorRT-LLM capture other sizes
+    // (not modelled: no padding).
+    std::vector<int64_t> sizes;
+    if (spec.engine_kind == "vllm")
+      sizes = vllm_cudagraph_capture_sizes(spec.max_num_seqs, spec.max_num_batched_tokens);
     return std::make_unique<CalibratedLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, tables,
-                                                    engine_overhead(spec.tables_dir, spec.engine_kind), block);
+                                                    engine_overhead(spec.tables_dir, spec.engine_kind), block,
+                                                    std::move(sizes));
   }
   throw InputError(key + ": unknown model '" + spec.name + "' (known: calibrated, roofline)");
 }

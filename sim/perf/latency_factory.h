@@ -24,6 +24,10 @@ struct LatencyModelSpec {
   // calibrated model always uses kCalibrationTablesBlockSize.
   int default_block_size = 0;
   bool block_cost = true;
+  // CUDA-graph padding (cuda_graph.h), calibrated model, engine_kind "vllm" only: the scheduler limits
+  // the capture sizes derive from. 0 = no padding.
+  int max_num_seqs = 0;
+  int max_num_batched_tokens = 0;
 };
 
 // The block size aiconfigurator's vLLM attention collector ran at (collector/vllm/collect_attn.py:
