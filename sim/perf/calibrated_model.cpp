@@ -50,7 +50,7 @@ std::vector<double> monotone(std::vector<double> v) {
 CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec& g, int tp, DType weight_dtype,
                                                DType kv_dtype, const LatencyTables& tables,
                                                const EngineOverhead& overhead, PagedBlockTerm block_term,
-                                               std::vector<int64_t> cudagraph_sizes)
+                                               std::vector<int64_t> cudagraph_sizes, double weight_bits)
     : gpu_(g), tp_(tp), block_term_(block_term), cudagraph_sizes_(std::move(cudagraph_sizes)) {
   const std::string who = "calibrated latency model (" + m.name + " on " + g.name + "): ";
   if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
@@ -61,7 +61,7 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   cal_ = calibrate_gpu(tables, g);
   bf16_peak_ = {g.bf16_flops, g.hbm_bandwidth, 2.0};
   // Stored bytes per weight, scales included (dtype.h weight_bits_per_element): what a step reads.
-  const double wb = weight_bits_per_element(weight_dtype) / 8.0;
+  const double wb = (weight_bits > 0 ? weight_bits : weight_bits_per_element(weight_dtype)) / 8.0;
   const double kvb = dtype_bytes(kv_dtype);
   kv_scale_ = kvb / 2.0;
   weight_peak_ = {weight_flops(g, weight_dtype), g.hbm_bandwidth, wb};

@@ -67,7 +67,7 @@ class CalibratedLatencyModel final : public ILatencyModel {
   // Throws InputError when the spec or GPU lacks what the model needs.
   CalibratedLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
                          const LatencyTables& tables, const EngineOverhead& overhead, PagedBlockTerm block_term = {},
-                         std::vector<int64_t> cudagraph_sizes = {});
+                         std::vector<int64_t> cudagraph_sizes = {}, double weight_bits = 0);
 
   Duration step_time(const BatchShape& batch) const override;
   std::string name() const override { return "calibrated"; }

@@ -40,7 +40,7 @@ double weight_peak(const GpuSpec& g, DType w) {
 }  // namespace
 
 RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g, int tp, DType weight_dtype,
-                                           DType kv_dtype, PagedBlockTerm block_term)
+                                           DType kv_dtype, PagedBlockTerm block_term, double weight_bits)
     : tp_(tp), step_overhead_(g.step_overhead), block_term_(block_term) {
   const std::string who = "roofline latency model (" + m.name + " on " + g.name + "): ";
   if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
@@ -58,7 +58,7 @@ RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g,
   // Stored bytes per weight, scales included (dtype.h weight_bits_per_element): INT4 4.125 bits,
   // MXFP4 4.25, NVFP4 4.5, FP8 8, BF16 16. Embeddings and the LM head stay in 16 bits (vLLM:
   // quantization/fp8.py get_quant_method quantises LinearBase and FusedMoE; ParallelLMHead is an embedding).
-  const double wb = weight_bits_per_element(weight_dtype) / 8.0;
+  const double wb = (weight_bits > 0 ? weight_bits : weight_bits_per_element(weight_dtype)) / 8.0;
   const double kvb = dtype_bytes(kv_dtype);
   const double state_b = m.ssm_state_dtype_hint == "float32" ? 4.0 : 2.0;
   constexpr double kConvBytes = 2.0;

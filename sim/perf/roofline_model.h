@@ -76,8 +76,10 @@ struct RooflineBreakdown {
 class RooflineLatencyModel final : public ILatencyModel {
  public:
   // Throws InputError when the spec or GPU lacks what the model needs (params, peaks, a link for TP).
+  // weight_bits > 0 replaces the dtype's bits per weight (the checkpoint's own scales; see
+  // checkpoint_weight_bits in latency_factory.h).
   RooflineLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
-                       PagedBlockTerm block_term = {});
+                       PagedBlockTerm block_term = {}, double weight_bits = 0);
 
   Duration step_time(const BatchShape& batch) const override;
   std::string name() const override { return "roofline"; }

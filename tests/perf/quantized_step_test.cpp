@@ -8,6 +8,7 @@
 #include "sim/model/config_reader.h"
 #include "sim/perf/calibrated_model.h"
 #include "sim/perf/cuda_graph.h"
+#include "sim/perf/latency_factory.h"
 #include "sim/perf/moe_table.h"
 #include "sim/perf/roofline_model.h"
 #include "sim/scenario/hardware_catalog.h"
@@ -78,6 +79,20 @@ TEST(QuantizedStepWeights, RooflineReadsEachFormatWithItsScales) {
     b.decode_context_tokens = 100;
     EXPECT_DOUBLE_EQ(m.breakdown(b).weight_bytes, c.layers + 65536000) << dtype_name(c.d);
   }
+}
+
+// Served as the checkpoint stores them ("auto"), the step models take the checkpoint's own bits per
+// quantised weight: gpt-oss-120b MXFP4 = 4 bits + one 8-bit E8M0 scale per 32 values = 4.25 (its
+// quantised dims are multiples of 32); DeepSeek-V3 FP8 with one FP32 scale per 128 x 128 block =
+// 8 + 32 / 16384 = 8.001953125 (to within partial blocks and byte rounding); no quantization_config: 0.
+TEST(QuantizedStepWeights, CheckpointBitsFromQuantizationConfig) {
+  EXPECT_NEAR(checkpoint_weight_bits(read_model_config(kRoot + "/models/gpt-oss-120b.json")), 4.25, 1e-6);
+  EXPECT_NEAR(checkpoint_weight_bits(read_model_config(kRoot + "/models/deepseek-v3.json")), 8.001953125, 1e-3);
+  EXPECT_EQ(checkpoint_weight_bits(read_model_config(kRoot + "/models/qwen3-8b.json")), 0.0);
+  // The override replaces the dtype's bits: 4.5 bits (e.g. INT4 with a BF16 scale per 32) on the toy
+  // model's layers: 60,817,408 x 4.5 / 8 = 34,209,792, + the BF16 LM head 65,536,000.
+  const RooflineLatencyModel m(tiny_model(), toy_gpu(), 1, DType::kInt4, DType::kBf16, {}, 4.5);
+  EXPECT_DOUBLE_EQ(m.weight_bytes_dense(), 34209792.0 + 65536000.0);
 }
 
 // Without operator tables a GEMM is floor + max(F / (eta_c peak), B / (eta_m BW)). m = 1, n = k = 4096:
