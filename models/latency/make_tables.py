@@ -148,6 +148,17 @@ def main():
                 out.append((r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
                             r["moe_tp_size"], r["moe_ep_size"], r["latency"]))
             write(gpu, "moe_fp8.csv", out)
+            # Quantised expert kernels where the collection has them (B300): NVFP4 (FlashInfer TRT-LLM
+            # FP4 MoE) and INT4 weight-only (Marlin), balanced routing.
+            for dtype, name in (("nvfp4", "moe_nvfp4.csv"), ("int4_wo", "moe_int4.csv")):
+                out = [out[0]]
+                for r in rows(os.path.join(SRC, d, files["moe"])):
+                    if r["moe_dtype"] != dtype:
+                        continue
+                    out.append((r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
+                                r["moe_tp_size"], r["moe_ep_size"], r["latency"]))
+                if len(out) > 1:
+                    write(gpu, name, out)
         print(gpu, "dropped as unphysical:", dropped)
 
 

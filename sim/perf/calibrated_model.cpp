@@ -170,8 +170,16 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
     expert_bytes_ = 3.0 * h * moe_inter_ * wb;
     // The measured fused-MoE table of the experts' dtype (FP8 rows for FP8 experts, else BF16 rows with
     // the query's own SOL), at balanced routing's tokens per expert (moe_table.h).
+    // NVFP4 and INT4 tables store 4.5 and 4.125 bits per weight (E4M3 scale per 16; a BF16 scale per
+    // group of 128, the GPTQ / Marlin default); the query then scales by its own format's bytes.
     if (fp8_weights && !tables.moe_fp8.empty()) {
       moe_table_ = MoeTable(tables.moe_fp8, {g.fp8_flops, g.hbm_bandwidth, 1.0});
+    } else if (is_fp4(weight_dtype) && g.fp4_flops > 0 && !tables.moe_nvfp4.empty()) {
+      moe_table_ =
+          MoeTable(tables.moe_nvfp4, {g.fp4_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kNvfp4) / 8});
+    } else if (weight_dtype == DType::kInt4 && !tables.moe_int4.empty()) {
+      moe_table_ =
+          MoeTable(tables.moe_int4, {g.bf16_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kInt4) / 8});
     } else if (!tables.moe.empty()) {
       moe_table_ = MoeTable(tables.moe, bf16_peak_);
     }

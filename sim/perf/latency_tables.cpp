@@ -101,6 +101,8 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
   }
   t.moe = read_moe((dir / "moe.csv").string());
   t.moe_fp8 = read_moe((dir / "moe_fp8.csv").string());
+  t.moe_nvfp4 = read_moe((dir / "moe_nvfp4.csv").string());
+  t.moe_int4 = read_moe((dir / "moe_int4.csv").string());
   return t;
 }
 

@@ -40,8 +40,10 @@ struct LatencyTables {
   std::vector<AttentionPoint> context_attention;
   std::vector<AttentionPoint> generation_attention;
   std::vector<AllReducePoint> allreduce;
-  std::vector<MoePoint> moe;      // BF16 experts
-  std::vector<MoePoint> moe_fp8;  // FP8 experts, moe_fp8.csv; empty when not measured
+  std::vector<MoePoint> moe;        // BF16 experts
+  std::vector<MoePoint> moe_fp8;    // FP8 experts, moe_fp8.csv; empty when not measured
+  std::vector<MoePoint> moe_nvfp4;  // NVFP4 experts (FP4 tensor cores), moe_nvfp4.csv
+  std::vector<MoePoint> moe_int4;   // INT4 weight-only experts (W4A16, Marlin), moe_int4.csv
   bool has_gemm() const { return !gemm.empty(); }
 };
 

@@ -238,5 +238,30 @@ TEST(MoeTable, LooksUpTheMeasuredEfficiencyAtTheTokensPerExpert) {
   EXPECT_EQ(table.nearest({2048, 760, 8, 128}).inter, 768);
 }
 
+// Quantised experts on B300 use the measured kernels of their format (models/latency/b300/, from
+// aiconfigurator's vLLM 0.19.0 MoE collection), rows 64,2048,768,8,128,1,1 (Qwen3-30B-A3B's expert shape):
+//   moe_nvfp4.csv 0.07604266703128815 ms (FlashInfer TRT-LLM FP4 MoE), moe_int4.csv 0.44927998383839923 ms
+//   (Marlin W4A16), moe.csv 0.23262399435043335 ms (BF16). A 64-token step of the 48 MoE layers costs
+//   48 x the row.
+TEST(MoeTable, QuantisedExpertsUseTheirFormatsKernelOnB300) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "b300");
+  const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
+  ASSERT_EQ(m.num_experts, 128);
+  BatchShape b;
+  b.num_tokens = b.num_decode_requests = 64;
+  b.decode_context_tokens = 64 * 1000;
+  const struct {
+    DType d;
+    double ms;
+  } cases[] = {
+      {DType::kNvfp4, 0.07604266703128815}, {DType::kInt4, 0.44927998383839923}, {DType::kBf16, 0.23262399435043335}};
+  for (const auto& c : cases) {
+    const CalibratedLatencyModel model(m, hw.gpu("b300"), 1, c.d, DType::kBf16, t, {});
+    EXPECT_TRUE(model.uses_moe_table());
+    EXPECT_NEAR(model.breakdown(b).moe_s, 48 * c.ms * 1e-3, 1e-12) << dtype_name(c.d);
+  }
+}
+
 }  // namespace
 }  // namespace kvsim
