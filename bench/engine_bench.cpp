@@ -9,6 +9,8 @@
 #include "sim/core/sim_context.h"
 #include "sim/engine/block_pool.h"
 #include "sim/engine/engine_instance.h"
+#include "sim/engine/hash_mix.h"
+#include "sim/engine/recent_keys.h"
 #include "sim/metrics/records.h"
 #include "sim/perf/i_latency_model.h"
 #include "sim/scenario/scenario.h"
@@ -75,6 +77,21 @@ void BM_HashIndexInsertFindErase(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 1024 * 3);
 }
 BENCHMARK(BM_HashIndexInsertFindErase);
+
+// The miss attribution's memory (RecentKeys) at the horizon of a Qwen3-8B / H100 cache (2^18 keys):
+// fresh keys, one request's worth (512 blocks) a batch, as Scheduler::register_blocks touches them.
+void BM_RecentKeysTouch(benchmark::State& state) {
+  RecentKeys seen(size_t{1} << 18);
+  std::vector<uint64_t> keys(512);
+  uint64_t k = 0;
+  for (auto _ : state) {
+    for (uint64_t& key : keys) key = avalanche64(++k);
+    seen.touch_all(keys);
+  }
+  benchmark::DoNotOptimize(seen.contains(avalanche64(1)));
+  state.SetItemsProcessed(state.iterations() * 512);
+}
+BENCHMARK(BM_RecentKeysTouch);
 
 void BM_EventQueue(benchmark::State& state) {
   EventQueue q;

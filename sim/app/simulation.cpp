@@ -7,6 +7,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "sim/app/parallel_plan.h"
 #include "sim/app/startup_check.h"
 #include "sim/cluster/cluster.h"
 #include "sim/core/errors.h"
@@ -87,6 +88,10 @@ std::vector<std::vector<int>> place_pools(const Scenario& s, const Topology& top
   int next = 0;  // packing cursor
   for (const PoolSettings& p : s.cluster.pools) {
     const int tp = p.engine.tensor_parallel_size;
+    if (p.engine.pipeline_parallel_size > 1 || tp > p.engine.gpus_per_node)
+      throw InputError(s.path + ": " + p.key +
+                       ".engine: pipeline_parallel_size > 1 and TP across nodes are priced from the links "
+                       "(gpus_per_node, inter_node_link), not placed on cluster.topology; drop one of them");
     for (int k = 0; k < p.instances; ++k) {
       std::vector<int> gpus;
       if (!p.placement.empty()) {
@@ -191,6 +196,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     lm.block_cost = p.engine.paged_block_cost;
     lm.max_num_seqs = cfg.max_num_seqs;
     lm.max_num_batched_tokens = cfg.max_num_batched_tokens;
+    lm.parallel = resolve_parallel_plan(p.engine, gpu, hw, s.path + ": " + where.engine_key);
     latency.push_back(make_latency_model(lm, res.model, gpu, s.path + ": " + where.engine_key + ".latency_model"));
     PoolRun run;
     run.info.name = p.name;

@@ -31,7 +31,12 @@ bool fits_at(const ModelSpec& spec, const SizeOptions& opt, const SizeReport& r,
 void check_fit(const ModelSpec& spec, const SizeOptions& opt, SizeReport& r) {
   int64_t longest = 1;
   for (const auto& c : r.contexts) longest = std::max(longest, c.tokens);
-  r.fits = fits_at(spec, opt, r, opt.par.tp, longest);
+  if (opt.par.dp > 1 || opt.par.pp > 1 || opt.par.expert_parallel)
+    // The layout as given (weights and blocks per parallel_layout.h); the search below is over TP alone.
+    r.fits =
+        r.memory->kv_available > 0 && r.layout.num_blocks - 1 >= blocks_per_request(r.layout, longest, opt.par.dcp);
+  else
+    r.fits = fits_at(spec, opt, r, opt.par.tp, longest);
   if (r.fits) return;
   for (int n = opt.par.tp + 1; n <= 1024 && r.tp_needed == 0; ++n) {
     if (!fits_at(spec, opt, r, n, longest)) continue;

@@ -52,6 +52,9 @@ po::options_description size_options() {
     ("image-size", po::value<std::string>()->default_value("1024x1024"), "image size WxH in pixels")
     ("tp", po::value<int>()->default_value(1), "tensor-parallel size")
     ("dcp", po::value<int>()->default_value(1), "decode-context-parallel size (shards the cache across tokens)")
+    ("dp", po::value<int>()->default_value(1), "data-parallel size (attention DP: each rank its own cache; MoE experts shard over dp x tp)")
+    ("pp", po::value<int>()->default_value(1), "pipeline-parallel size (layers split over stages, vLLM get_pp_indices)")
+    ("enable-expert-parallel", po::bool_switch(), "expert parallelism: EP = dp x tp, whole experts per rank")
     ("decode-tp", po::value<int>()->default_value(0), "decode TP size for --link (default: --tp)")
     ("gpu", po::value<std::string>(), "GPU from models/hardware/ (e.g. h100-sxm): capacity and max concurrency")
     ("engine", po::value<std::string>()->default_value("vllm"), "memory rule and block size: vllm|sglang|trtllm")
@@ -141,6 +144,9 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   parse_image_size(vm["image-size"].as<std::string>(), &opt.image_width, &opt.image_height);
   opt.par.tp = vm["tp"].as<int>();
   opt.par.dcp = vm["dcp"].as<int>();
+  opt.par.dp = vm["dp"].as<int>();
+  opt.par.pp = vm["pp"].as<int>();
+  opt.par.expert_parallel = vm["enable-expert-parallel"].as<bool>();
   opt.decode_tp = vm["decode-tp"].as<int>();
   if (opt.decode_tp < 0) throw InputError("--decode-tp must be >= 1");
   opt.engine = parse_engine(vm["engine"].as<std::string>(), "--engine");

@@ -1,5 +1,6 @@
 #include "sim/app/size_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -8,11 +9,12 @@
 #include "sim/core/errors.h"
 #include "sim/core/units.h"
 #include "sim/model/json.h"
+#include "sim/model/parallel_layout.h"
 
 namespace kvsim {
 
 SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
-  check_parallel(spec, opt.par);
+  check_layout(spec, opt.par);
   SizeReport r;
   r.spec = spec;
   r.kv_dtype = resolve_kv_dtype(spec, opt.kv_dtype, "--kv-dtype");
@@ -33,11 +35,13 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
       r.kv_bytes_per_token > 0 ? static_cast<double>(r.state_bytes_per_request) / r.kv_bytes_per_token : 0.0;
   r.weight_bytes = weight_bytes(spec, opt.weight_dtype);
   const int tp = opt.par.tp;
-  r.kv_bytes_per_token_per_gpu = kv_bytes_per_token(spec, r.kv_dtype, tp);
+  r.kv_bytes_per_token_per_gpu = pipeline_kv_bytes_per_token(spec, r.kv_dtype, opt.par);
   r.window_bytes_max_per_gpu = window_bytes_max(spec, r.kv_dtype, tp);
   r.state_bytes_per_gpu = state_bytes_per_request(spec, r.state_dtypes, tp);
-  // Weights are sharded across TP ranks (vocab-parallel embedding and head included).
-  r.weight_bytes_per_gpu = (r.weight_bytes + tp - 1) / tp;
+  // Weights are sharded across TP ranks (vocab-parallel embedding and head included); experts across
+  // DP x TP, layers across pipeline stages (parallel_layout.h; ceil(weights / TP) without DP, PP, EP).
+  const std::vector<int64_t> stage_weights = weight_bytes_per_stage(spec, opt.weight_dtype, opt.par);
+  r.weight_bytes_per_gpu = *std::max_element(stage_weights.begin(), stage_weights.end());
   r.block_size = engine_block_size(spec, opt.engine, opt.block_size, r.kv_dtype, r.state_dtypes, tp);
 
   int64_t available = 0;
@@ -56,6 +60,15 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
   }
   Parallel one;
   r.layout = build_kv_layout(spec, r.block_size, r.kv_dtype, r.state_dtypes, opt.par, available);
+  if (opt.par.pp > 1 && r.memory) {
+    std::vector<int64_t> stage_available;
+    MemoryRule rule;
+    rule.engine = opt.engine;
+    rule.fraction = r.memory_fraction;
+    rule.reserve_bytes = r.memory->reserve;
+    for (int64_t w : stage_weights) stage_available.push_back(kv_memory(opt.gpu->memory_bytes, w, rule).kv_available);
+    r.layout.num_blocks = pipeline_kv_blocks(spec, r.block_size, r.kv_dtype, r.state_dtypes, opt.par, stage_available);
+  }
   const KvCacheLayout whole = build_kv_layout(spec, r.block_size, r.kv_dtype, r.state_dtypes, one, 0);
 
   if (opt.images > 0) {
@@ -197,10 +210,16 @@ void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions&
         << (r.spec.vision_params ? ", vision " + group_digits(r.spec.vision_params) : "") << "), weights "
         << format_bytes(r.weight_bytes) << " in " << r.weight_format << "\n";
     out << "  engine block size: " << r.block_size << " tokens; " << r.layout.describe() << "\n";
-    if (opt.par.tp > 1 || opt.par.dcp > 1)
-      out << "  per GPU (tp " << opt.par.tp << ", dcp " << opt.par.dcp << "): KV "
-          << group_digits(r.kv_bytes_per_token_per_gpu) << " B/token, state " << format_bytes(r.state_bytes_per_gpu)
-          << ", weights " << format_bytes(r.weight_bytes_per_gpu) << "\n";
+    const bool layout = opt.par.dp > 1 || opt.par.pp > 1 || opt.par.expert_parallel;
+    if (opt.par.tp > 1 || opt.par.dcp > 1 || layout)
+      out << "  per GPU (tp " << opt.par.tp << ", dcp " << opt.par.dcp
+          << (layout ? ", dp " + std::to_string(opt.par.dp) + ", pp " + std::to_string(opt.par.pp) : "")
+          << (layout && r.spec.num_experts > 0
+                  ? ", ep " + std::to_string(expert_parallel_size(r.spec, opt.par)) + " (" +
+                        std::to_string(experts_per_rank(r.spec, opt.par)) + " experts per rank)"
+                  : "")
+          << "): KV " << group_digits(r.kv_bytes_per_token_per_gpu) << " B/token, state "
+          << format_bytes(r.state_bytes_per_gpu) << ", weights " << format_bytes(r.weight_bytes_per_gpu) << "\n";
     if (r.image_tokens_total)
       out << "  images: " << opt.images << " x " << opt.image_width << "x" << opt.image_height << " = "
           << group_digits(r.image_tokens_total) << " tokens (" << group_digits(r.image_tokens_each)

@@ -124,14 +124,15 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       if (p.engine != "vllm" && p.engine != "sglang" && p.engine != "trtllm")
         throw InputError(f.where(r, *c_engine) + ": unknown engine '" + p.engine + "' (known: sglang, trtllm, vllm)");
     }
-    if (c_dtype && !f.text(r, *c_dtype).empty()) {
+    const bool weight_column = c_weight_dtype && !f.text(r, *c_weight_dtype).empty();
+    if (c_dtype && !f.text(r, *c_dtype).empty() && !weight_column) {  // weight_dtype, when given, rules
       p.dtype = f.text(r, *c_dtype);
       if (p.dtype != "bf16" && p.dtype != "fp16" && p.dtype != "fp8" && p.dtype != "fp4")
         throw InputError(f.where(r, *c_dtype) + ": unknown dtype '" + p.dtype + "' (known: bf16, fp16, fp8, fp4)");
     }
     // weight_dtype and kv_dtype: empty = the model's default ("auto": the checkpoint's
     // quantization_config, else BF16; the engine's default cache dtype). weight_dtype overrides dtype.
-    if (c_weight_dtype && !f.text(r, *c_weight_dtype).empty()) {
+    if (weight_column) {
       p.dtype = f.text(r, *c_weight_dtype);
       if (p.dtype != "auto") parse_weight_dtype(p.dtype, f.where(r, *c_weight_dtype));
     }
@@ -152,6 +153,9 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
         throw InputError(f.where(r, *c_chunk) + ": expected true or false (got '" + v + "')");
     }
     p.disagg = read_disaggregated_columns(f, r, p.gpu, p.tp, hw, hardware_dir);
+    p.parallel = read_parallel_columns(f, r, p.tp);
+    if (p.disagg && p.parallel.any())
+      throw InputError(f.where(r, c_tp) + ": a disaggregated point with dp / pp / ep / nodes columns is not modelled");
     out.push_back(p);
   }
   return out;
@@ -191,6 +195,7 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   y += "  kv_cache_dtype: " + p.kv_dtype + "\n";
   y += "  latency_model: " + latency_model + "\n";
   y += "  enable_prefix_caching: false\n";
+  y += parallel_engine_yaml(p.parallel);
   const bool cols = protocol.use_engine_columns;
   const int max_seqs = cols && p.max_num_seqs ? *p.max_num_seqs : std::max(p.concurrency, 256);
   y += "  max_num_seqs: " + std::to_string(max_seqs) + "\n";
@@ -311,7 +316,8 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
                   static_cast<long long>(p.osl), p.concurrency, p.ttft_ms, row.ttft,
                   (row.ttft - p.ttft_ms) / p.ttft_ms * 100, p.tpot_ms, row.tpot,
                   (row.tpot - p.tpot_ms) / p.tpot_ms * 100);
-    out << buf << (p.disagg ? disaggregated_suffix(*p.disagg, *r.collector, first_id) : "") << "\n";
+    out << buf << (p.disagg ? disaggregated_suffix(*p.disagg, *r.collector, first_id) : "")
+        << parallel_suffix(p.parallel, p.tp) << "\n";
     rows.push_back(row);
   }
   out << "\nabsolute relative error (%), " << protocol.warmup_per_slot << " + " << protocol.requests_per_slot

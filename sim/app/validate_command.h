@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/app/validate_disagg.h"
+#include "sim/app/validate_parallel.h"
 #include "sim/metrics/run_collector.h"
 #include "sim/scenario/scenario.h"
 
@@ -34,6 +35,9 @@ struct ValidationPoint {
   // A disaggregated point (optional columns prefill_workers, prefill_tp, decode_workers, decode_tp,
   // topology; sim/app/validate_disagg.h); nullopt: one colocated instance at `tp`.
   std::optional<DisaggregatedPoint> disagg;
+  // DP / PP / EP / nodes (optional columns dp, pp, ep, enable_expert_parallel, nodes, all2all_backend;
+  // sim/app/validate_parallel.h); defaults: one engine of `tp` GPUs on one node.
+  ParallelColumns parallel;
 };
 
 // How a point is measured: a closed loop of `concurrency` clients sending

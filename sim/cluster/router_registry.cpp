@@ -10,6 +10,7 @@ const std::map<std::string, std::set<std::string>>& router_policy_options() {
       {"round_robin", {}},
       {"random", {}},
       {"least_loaded", {}},
+      {"vllm_dp", {}},
       {"session_affinity", {"virtual_nodes"}},
       {"llm_d",
        {"prefix_weight", "queue_weight", "kv_weight", "block_size", "max_prefix_blocks", "lru_capacity", "precise"}},
@@ -32,6 +33,7 @@ std::unique_ptr<IRouter> make_router(const RouterSettings& s, const IClusterView
   if (s.policy == "round_robin") return make_round_robin_router();
   if (s.policy == "random") return make_random_router(stream);
   if (s.policy == "least_loaded") return make_least_loaded_router();
+  if (s.policy == "vllm_dp") return make_vllm_dp_router();
   if (s.policy == "session_affinity") return make_session_affinity_router(s, view.num_instances());
   if (s.policy == "llm_d") return make_llm_d_router(s, view, stream);
   if (s.policy == "dynamo") return make_dynamo_router(s, view, stream);

@@ -21,7 +21,7 @@ TokenSequence::TokenSequence(const std::vector<Segment>& prompt) {
   }
 }
 
-void TokenSequence::append(uint64_t content_id, int64_t offset, int64_t length, bool image) {
+void TokenSequence::append_run(uint64_t content_id, int64_t offset, int64_t length, bool image) {
   KVSIM_CHECK(length > 0, "empty token run");
   if (!runs_.empty()) {
     TokenRun& last = runs_.back();
@@ -140,7 +140,7 @@ BlockHasher::Digest BlockHasher::hash_piece(const TokenSequence& seq, int64_t be
   return d;
 }
 
-void BlockHasher::extend(const TokenSequence& seq) {
+void BlockHasher::extend_units(const TokenSequence& seq) {
   const auto& runs = seq.runs();
   if (unit_ == block_size_) {
     const int64_t full = seq.size() / block_size_;

@@ -33,13 +33,26 @@ class TokenSequence {
   explicit TokenSequence(const std::vector<Segment>& prompt);
   // Appends `length` tokens of `content_id` starting at `offset`, merging with the last run when the
   // identities continue it.
-  void append(uint64_t content_id, int64_t offset, int64_t length, bool image);
+  void append(uint64_t content_id, int64_t offset, int64_t length, bool image) {
+    // Fast path (a decode token continuing the output run), inline: the engine appends one token
+    // per request per step.
+    if (length > 0 && !runs_.empty()) {
+      TokenRun& last = runs_.back();
+      if (last.content_id == content_id && last.image == image && last.offset + last.length == offset) {
+        last.length += length;
+        size_ += length;
+        return;
+      }
+    }
+    append_run(content_id, offset, length, image);
+  }
   int64_t size() const { return size_; }
   const std::vector<TokenRun>& runs() const { return runs_; }
   // Index of the run containing position `pos` (0 <= pos < size()).
   size_t run_at(int64_t pos) const;
 
  private:
+  void append_run(uint64_t content_id, int64_t offset, int64_t length, bool image);
   std::vector<TokenRun> runs_;
   int64_t size_ = 0;
 };
@@ -54,7 +67,11 @@ class BlockHasher {
   // hits ask for it.
   BlockHasher(int block_size, const RequestSpec& spec, int hash_unit = 0);
   // Hashes every full block (and, with a finer unit, every full unit) of `seq` not hashed yet.
-  void extend(const TokenSequence& seq);
+  void extend(const TokenSequence& seq) {
+    // Nothing to hash until the next unit fills (most calls: a decode token inside a block).
+    const int64_t hashed = unit_ == block_size_ ? std::ssize(hashes_) : std::ssize(fine_);
+    if (seq.size() >= (hashed + 1) * unit_) extend_units(seq);
+  }
   const std::vector<uint64_t>& hashes() const { return hashes_; }
   // Hashes at every unit boundary (empty when the unit is the block size): fine_hashes()[j] keys the
   // prefix of (j + 1) * hash_unit() tokens.
@@ -76,6 +93,7 @@ class BlockHasher {
   void clear();
 
  private:
+  void extend_units(const TokenSequence& seq);
   struct Digest {
     uint64_t main;
     uint64_t text;

@@ -137,6 +137,13 @@ void BlockPool::move_hash(BlockId from, BlockId to) {
 
 void BlockPool::get_new_blocks(int64_t n, std::vector<BlockId>& out) {
   KVSIM_CHECK(n <= num_free_, "asked for " << n << " blocks with " << num_free_ << " free");
+  // Two passes: the first walks the queue and prefetches the index slot of each cached block's hash,
+  // so those misses overlap with the walk; the second pops (the same blocks, in the same order).
+  if (enable_caching_ && n > 1) {
+    BlockId b = meta_[static_cast<size_t>(sentinel_)].next;
+    for (int64_t j = 0; j < n; ++j, b = meta_[static_cast<size_t>(b)].next)
+      if (meta_[static_cast<size_t>(b)].has_key) cached_.prefetch(meta_[static_cast<size_t>(b)].key);
+  }
   for (int64_t j = 0; j < n; ++j) {
     const BlockId b = meta_[static_cast<size_t>(sentinel_)].next;
     unlink(b);
@@ -174,7 +181,10 @@ void BlockPool::free_blocks(std::span<const BlockId> ordered) {
   // vLLM: blocks reaching 0 without a hash are prepended as one list (in freeing order), blocks with
   // a hash are appended in freeing order.
   scratch_.clear();
-  for (BlockId b : ordered) {
+  constexpr size_t kAhead = 8;
+  for (size_t k = 0; k < ordered.size(); ++k) {
+    if (k + kAhead < ordered.size()) __builtin_prefetch(&meta_[static_cast<size_t>(ordered[k + kAhead])], 1);
+    const BlockId b = ordered[k];
     if (b == kNullBlock) continue;
     const auto i = static_cast<size_t>(b);
     KVSIM_CHECK(meta_[i].ref_cnt > 0, "double free of block " << b);

@@ -39,6 +39,8 @@ class BlockHashIndex {
   // The entry for `key`, created empty (head == kNoBlock) if absent.
   Entry& find_or_insert(uint64_t key);
   void erase(Entry* e);
+  // Hint: the slot where `key` is looked up first will be read soon.
+  void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[home(key)], 1); }
 
  private:
   size_t home(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> shift_); }
@@ -74,6 +76,12 @@ class BlockPool {
   void free_blocks(std::span<const BlockId> ordered);
   // Registers a full block under `key` (vLLM cache_full_blocks). The block must hold no hash yet.
   void cache_block(BlockId b, uint64_t key);
+  // Hint: cache_block(b, key) or a lookup of `key` follows soon (the pool and its index are larger
+  // than the cache; callers walking many blocks prefetch a few ahead so the misses overlap).
+  void prefetch(BlockId b, uint64_t key) const {
+    __builtin_prefetch(&meta_[static_cast<size_t>(b)], 1);
+    cached_.prefetch(key);
+  }
   // Removes a held block's hash from the prefix cache, if any (a partial-tail entry superseded when
   // the block fills; not an eviction).
   void drop_hash(BlockId b);

@@ -6,6 +6,7 @@
 
 #include "sim/core/errors.h"
 #include "sim/core/units.h"
+#include "sim/model/parallel_layout.h"
 #include "sim/model/sizing.h"
 
 namespace kvsim {
@@ -63,12 +64,25 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   } catch (const InputError& err) {
     throw InputError(key + "mamba_ssm_cache_dtype: " + err.what());
   }
-  const Parallel par{e.tensor_parallel_size, 1};
+  const Parallel par{e.tensor_parallel_size, 1, e.data_parallel_size, e.pipeline_parallel_size,
+                     e.enable_expert_parallel};
   try {
     check_parallel(model, par);
   } catch (const InputError& err) {
     throw InputError(key + "tensor_parallel_size: " + err.what());
   }
+  const int num_layers = static_cast<int>(model.layers.size());
+  if (par.pp > num_layers)
+    throw InputError(key + "pipeline_parallel_size: " + std::to_string(par.pp) + " exceeds the " +
+                     std::to_string(num_layers) + " layers of " + model.name + " (every stage needs a layer)");
+  if (expert_parallel_size(model, par) > model.num_experts && model.num_experts > 0)
+    throw InputError(key + "enable_expert_parallel: EP = data_parallel_size x tensor_parallel_size = " +
+                     std::to_string(par.dp * par.tp) + " exceeds the " + std::to_string(model.num_experts) +
+                     " experts of " + model.name);
+  if (e.tensor_parallel_size > e.gpus_per_node && e.tensor_parallel_size % e.gpus_per_node != 0)
+    throw InputError(key + "tensor_parallel_size: " + std::to_string(e.tensor_parallel_size) +
+                     " spans nodes of gpus_per_node " + std::to_string(e.gpus_per_node) +
+                     " and must then be a multiple of it");
   const bool hybrid_state = has_layer(model, is_state);
   const MambaCacheMode mode = resolve_mamba_cache_mode(e, model);
   const auto rule_block = [&](int requested) {
@@ -99,7 +113,9 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
 
   EngineConfig c;
   int64_t available = 0;
-  const int64_t weights_per_gpu = (weight_bytes(model, wd) + par.tp - 1) / par.tp;
+  // Weights per GPU follow the layout (parallel_layout.h); with DP = PP = 1 and no EP: ceil(weights / TP).
+  const std::vector<int64_t> stage_weights = weight_bytes_per_stage(model, wd, par);
+  const int64_t weights_per_gpu = *std::max_element(stage_weights.begin(), stage_weights.end());
   MemoryRule rule;
   rule.engine = kind;
   rule.fraction = e.gpu_memory_utilization.value_or(default_memory_fraction(kind, par.tp));
@@ -108,6 +124,12 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   const MemoryBudget mb = kv_memory(gpu.memory_bytes, weights_per_gpu, rule);
   available = mb.kv_available;
   c.layout = build_kv_layout(model, block, kv, sdt, par, std::max<int64_t>(available, 0));
+  if (par.pp > 1) {
+    // Each stage caches its own layers in what its own weights leave (parallel_layout.h).
+    std::vector<int64_t> stage_available;
+    for (int64_t w : stage_weights) stage_available.push_back(kv_memory(gpu.memory_bytes, w, rule).kv_available);
+    c.layout.num_blocks = pipeline_kv_blocks(model, block, kv, sdt, par, stage_available);
+  }
   if (e.num_gpu_blocks) {
     c.layout.num_blocks = *e.num_gpu_blocks;  // vLLM num_gpu_blocks_override
   } else if (c.layout.num_blocks < 2) {

@@ -31,6 +31,14 @@ struct EngineSettings {
   double watermark = 0.0;
   bool scheduler_reserve_full_isl = true;
   int tensor_parallel_size = 1;
+  // Parallelism beyond TP (sim/model/parallel_layout.h, sim/perf/parallel_terms.h); vLLM's names.
+  int data_parallel_size = 1;                               // DP ranks, each an engine with its own KV cache
+  int pipeline_parallel_size = 1;                           // pipeline stages of one engine
+  bool enable_expert_parallel = false;                      // EP = DP x TP for the MoE layers
+  std::string all2all_backend = "allgather_reducescatter";  // vLLM's default MoE communication under DP
+  int gpus_per_node = 8;                                    // NVLink domain; beyond it links go through the NIC
+  std::string intra_node_link = "auto";                     // hardware link name; auto: the GPU's NVLink
+  std::string inter_node_link = "ib-ndr";                   // hardware link name of one NIC per GPU
   std::string latency_model = "roofline";
   bool paged_block_cost = true;  // price the block size in paged attention (sim/perf/paged_block_term.h)
   // Hybrid prefix caching (vllm-semantics.md section 2).

@@ -79,6 +79,14 @@ class KvCacheCoordinator {
   // Registers the hashes of full blocks up to `num_tokens` in every group. Returns the first block
   // index newly registered in the history group (blocks [returned, num_tokens / B) are new there).
   // Appends the positions of states registered with a hash (first state group) to `saved_states`.
+  // True when cache_blocks(slot, _, num_tokens) and cache_partial_tails would register nothing: a
+  // layout without state groups or partial hashes whose full blocks up to num_tokens are registered
+  // (most decode steps). Inline, so the scheduler skips the calls.
+  bool nothing_to_cache(int slot, int64_t num_tokens) const {
+    const auto s = static_cast<size_t>(slot);
+    return state_managers_.empty() && !partial_hash_hits_ && s < cached_full_.size() &&
+           num_tokens / block_size_ <= cached_full_[s];
+  }
   int64_t cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens,
                        std::vector<int64_t>* saved_states = nullptr);
   // State groups: which saved states survive retention 0 for this request (MambaManager).

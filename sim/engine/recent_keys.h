@@ -1,16 +1,26 @@
 #pragma once
-// RecentKeys: the exact set of 64-bit keys touched (inserted or refreshed) within the last `horizon`
-// touches, in bounded memory. The miss attribution (Scheduler::attribute_miss) asks it whether a block
-// key "had been cached before": a yes is exact (no false positives, unlike the Bloom filter it
-// replaces, whose false positives printed "evicted" on traces that never repeat), so kEvicted is only
-// reported for a reuse that was really possible. A key touched more than `horizon` touches ago is
-// forgotten (reported as not seen): the cache would have had to be many times larger to keep it.
+// RecentKeys: an exact, bounded memory of recently touched 64-bit keys. The miss attribution
+// (Scheduler::attribute_miss) asks it whether a block key "had been cached before": a yes is exact (no
+// false positives, unlike the Bloom filter it replaced, whose false positives printed "evicted" on
+// traces that never repeat), so kEvicted is only reported for a reuse that was really possible.
 //
-// Memory: a ring of the last `horizon` touches (8 B each) and a linear-probing index (12 B a slot,
-// 2 x horizon slots, at most half full), allocated at the first touch: 32 B per key of horizon,
-// independent of the run's length. Deterministic: no seeds, no std::hash.
+// Rule (two generations): keys are inserted into the current generation; when it holds `horizon`
+// distinct keys it becomes the previous one and the old previous one is forgotten. A touch of a key
+// held only by the previous generation re-inserts it into the current one. So a key is remembered
+// while fewer than `horizon` other distinct keys were touched after it, always forgotten once 2 x
+// `horizon` were, and in between depending on where the generation boundary fell. Deterministic: the
+// boundaries depend only on the sequence of keys.
+//
+// Cost: one open-addressing table per generation (linear probing, 8 B a slot, 2 x horizon slots, at
+// most half full), allocated at the first touch: 32 B per key of horizon, independent of the run's
+// length. A touch is one probe of the current table (one cache miss on a large table; the former
+// ring-and-index form took about four: ring, old key's slot, erase, new key's slot); a generation
+// change clears a table sequentially.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "sim/core/check.h"
@@ -25,65 +35,90 @@ class RecentKeys {
     KVSIM_CHECK(horizon >= 2 && (horizon & (horizon - 1)) == 0, "RecentKeys horizon " << horizon);
   }
   size_t horizon() const { return horizon_; }
-  size_t size() const { return size_; }
-
-  // Inserts `key`, or makes it the most recent if present.
-  void touch(uint64_t key) {
-    if (ring_.empty()) {
-      ring_.assign(horizon_, 0);
-      keys_.assign(2 * horizon_, 0);
-      pos_.assign(2 * horizon_, kEmpty);
-      mask_ = 2 * horizon_ - 1;
-    }
-    if (filled_ == horizon_) {
-      // The oldest touch leaves the window; its key goes unless touched again since.
-      const uint64_t old = ring_[next_];
-      const size_t i = slot_of(old);
-      if (pos_[i] == next_) erase_at(i);
-    } else {
-      ++filled_;
-    }
-    ring_[next_] = key;
-    const size_t i = slot_of(key);
-    if (pos_[i] == kEmpty) {
-      keys_[i] = key;
-      ++size_;
-    }
-    pos_[i] = static_cast<uint32_t>(next_);
-    next_ = (next_ + 1) & (horizon_ - 1);
+  // Distinct keys remembered (both generations). O(horizon): for tests.
+  size_t size() const {
+    size_t n = prev_.count + (cur_.has_zero && !prev_.has_zero ? 1 : 0);
+    for (size_t i = 0; i < cur_.slots.size(); ++i)
+      if (cur_.slots[i] != 0 && !prev_.contains(cur_.slots[i])) ++n;
+    return n;
   }
 
-  bool contains(uint64_t key) const { return !ring_.empty() && pos_[slot_of(key)] != kEmpty; }
+  // Inserts `key` into the current generation (a no-op if it is there already).
+  void touch(uint64_t key) {
+    if (cur_.slots.empty()) {
+      cur_.reset(2 * horizon_);
+      prev_.reset(2 * horizon_);
+    }
+    if (!cur_.insert(key)) return;
+    if (cur_.count == horizon_) {
+      std::swap(cur_, prev_);
+      cur_.clear();
+    }
+  }
+
+  // touch() of each key in order; the table slots of the keys a few places ahead are prefetched, so
+  // the cache misses of a request's block keys overlap instead of following one another.
+  void touch_all(std::span<const uint64_t> keys) {
+    constexpr size_t kAhead = 8;
+    if (cur_.slots.empty() && !keys.empty()) touch(keys[0]), keys = keys.subspan(1);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (i + kAhead < keys.size()) cur_.prefetch(keys[i + kAhead]);
+      touch(keys[i]);
+    }
+  }
+
+  bool contains(uint64_t key) const { return cur_.contains(key) || prev_.contains(key); }
 
  private:
-  static constexpr uint32_t kEmpty = UINT32_MAX;
-  size_t home(uint64_t key) const { return static_cast<size_t>(avalanche64(key ^ kMixP1)) & mask_; }
-  // The slot holding `key`, or the empty slot where it would go.
-  size_t slot_of(uint64_t key) const {
-    size_t i = home(key);
-    while (pos_[i] != kEmpty && keys_[i] != key) i = (i + 1) & mask_;
-    return i;
-  }
-  // Backward-shift deletion (linear probing keeps no tombstones).
-  void erase_at(size_t hole) {
-    for (size_t j = (hole + 1) & mask_; pos_[j] != kEmpty; j = (j + 1) & mask_) {
-      const size_t h = home(keys_[j]);
-      if (((j - h) & mask_) >= ((j - hole) & mask_)) {
-        keys_[hole] = keys_[j];
-        pos_[hole] = pos_[j];
-        hole = j;
+  // Keys in open addressing; 0 marks an empty slot, so key 0 itself is a flag.
+  struct Table {
+    std::vector<uint64_t> slots;
+    size_t mask = 0;
+    size_t count = 0;
+    bool has_zero = false;
+
+    void reset(size_t n) {
+      slots.assign(n, 0);
+      mask = n - 1;
+      count = 0;
+      has_zero = false;
+    }
+    void clear() {
+      std::fill(slots.begin(), slots.end(), 0);
+      count = 0;
+      has_zero = false;
+    }
+    size_t home(uint64_t key) const { return static_cast<size_t>(avalanche64(key ^ kMixP1)) & mask; }
+    void prefetch(uint64_t key) const { __builtin_prefetch(&slots[home(key)], 1); }
+    bool contains(uint64_t key) const {
+      if (slots.empty()) return false;
+      if (key == 0) return has_zero;
+      for (size_t i = home(key);; i = (i + 1) & mask) {
+        if (slots[i] == key) return true;
+        if (slots[i] == 0) return false;
       }
     }
-    pos_[hole] = kEmpty;
-    --size_;
-  }
+    // True when `key` was not there (and is now).
+    bool insert(uint64_t key) {
+      if (key == 0) {
+        if (has_zero) return false;
+        has_zero = true;
+        ++count;
+        return true;
+      }
+      for (size_t i = home(key);; i = (i + 1) & mask) {
+        if (slots[i] == key) return false;
+        if (slots[i] == 0) {
+          slots[i] = key;
+          ++count;
+          return true;
+        }
+      }
+    }
+  };
 
   size_t horizon_;
-  size_t mask_ = 0;
-  size_t next_ = 0, filled_ = 0, size_ = 0;
-  std::vector<uint64_t> ring_;
-  std::vector<uint64_t> keys_;
-  std::vector<uint32_t> pos_;
+  Table cur_, prev_;
 };
 
 }  // namespace kvsim

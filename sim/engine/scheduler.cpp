@@ -10,12 +10,14 @@ namespace {
 // Domain of text-only (image keys dropped) hashes inside the seen filter.
 uint64_t text_only_key(uint64_t h) { return avalanche64(h ^ 0x746578742d6f6e6cULL); }
 
-// The attribution's memory of past keys: 16 key touches per KV block (a block registers its hash, and
-// with images or run boundaries a few more keys), so a key is forgotten only after the cache has
-// turned over several times; at least 2^16, at most 2^22 touches (32 B each: 2 to 128 MiB).
+// The attribution's memory of past keys (RecentKeys): a key is remembered while fewer than 8 x
+// num_blocks other distinct keys were touched after it (a block registers its hash, with images or run
+// boundaries a few more keys), so it is forgotten only after the cache has turned over about eight
+// times; the horizon is at least 2^14 and at most 2^20 keys (32 B each: 0.5 to 32 MiB per instance;
+// at the cap, a cache above 2^17 blocks is remembered for fewer turnovers).
 size_t seen_horizon(int64_t num_blocks) {
-  size_t h = size_t{1} << 16;
-  while (static_cast<int64_t>(h) < 16 * num_blocks && h < (size_t{1} << 22)) h <<= 1;
+  size_t h = size_t{1} << 14;
+  while (static_cast<int64_t>(h) < 8 * num_blocks && h < (size_t{1} << 20)) h <<= 1;
   return h;
 }
 }  // namespace
@@ -137,7 +139,7 @@ void Scheduler::note_progress(int slot) {
 }
 
 void Scheduler::register_blocks(int slot, int64_t num_tokens) {
-  if (!config_.enable_prefix_caching) return;
+  if (!config_.enable_prefix_caching || kv_.nothing_to_cache(slot, num_tokens)) return;
   EngineRequest& r = request(slot);
   const size_t saved_before = r.record.saved_state_positions.size();
   const int64_t first = kv_.cache_blocks(slot, r.hasher.hashes(), num_tokens, &r.record.saved_state_positions);
@@ -159,16 +161,18 @@ void Scheduler::register_blocks(int slot, int64_t num_tokens) {
     const int64_t pos = r.record.saved_state_positions[i];
     if (pos % b == 0) state_seen_.touch(r.hasher.hashes()[static_cast<size_t>(pos / b - 1)]);
   }
+  touch_keys_.clear();
   for (int64_t k = first; k < full; ++k) {
     const auto ku = static_cast<size_t>(k);
-    seen_.touch(r.hasher.hashes()[ku]);
-    if (r.hasher.has_images()) seen_.touch(text_only_key(r.hasher.text_only_hash(ku)));
+    touch_keys_.push_back(r.hasher.hashes()[ku]);
+    if (r.hasher.has_images()) touch_keys_.push_back(text_only_key(r.hasher.text_only_hash(ku)));
     if (r.hasher.has_inner_boundary(ku)) {
       boundaries_.clear();
       r.hasher.boundary_keys(r.seq, k, (k + 1) * b, boundaries_);
-      for (const auto& [pos, key] : boundaries_) seen_.touch(key);
+      for (const auto& [pos, key] : boundaries_) touch_keys_.push_back(key);
     }
   }
+  seen_.touch_all(touch_keys_);
 }
 
 int64_t Scheduler::align_split(const EngineRequest& r, int64_t start, int64_t n) const {
@@ -216,11 +220,13 @@ void Scheduler::record_prefix_stats(EngineRequest& r, int64_t hit_tokens) const 
 
 void Scheduler::touch_hit(const EngineRequest& r, int64_t hit_tokens) {
   const int64_t n = std::min<int64_t>(hit_tokens / kv_.block_size(), std::ssize(r.hasher.hashes()));
+  touch_keys_.clear();
   for (int64_t k = 0; k < n; ++k) {
     const auto ku = static_cast<size_t>(k);
-    seen_.touch(r.hasher.hashes()[ku]);
-    if (r.hasher.has_images()) seen_.touch(text_only_key(r.hasher.text_only_hash(ku)));
+    touch_keys_.push_back(r.hasher.hashes()[ku]);
+    if (r.hasher.has_images()) touch_keys_.push_back(text_only_key(r.hasher.text_only_hash(ku)));
   }
+  seen_.touch_all(touch_keys_);
 }
 
 void Scheduler::attribute_miss(EngineRequest& r, int64_t cached, int64_t attention) {

@@ -17,16 +17,15 @@
 //    split also stops at the prompt's last unit boundary (tail_boundary), where partial tail entries
 //    are registered (KvCacheCoordinator::cache_partial_tails).
 // Miss attribution (MissCause) happens at a request's first admission; see attribute_miss(). "Seen"
-// there means registered or hit within the last seen_horizon() key touches of this scheduler (exact;
-// RecentKeys), so a cause that says a reuse was possible (kEvicted, kStateEvicted, kPartialBlock,
-// kDifferentImage) is never a guess; older history counts as never seen.
-// No progress: a request that preempts itself while no other request runs holds the whole KV cache
-// and still does not fit. The first time it is preempted as vLLM does (its retry may reach further,
-// e.g. past sliding-window blocks or with different chunks); the second time at the same
-// max_computed mark it is rejected (SchedulerOutput::rejected, RejectReason::kNoProgress): vLLM
-// would recompute it forever, and refuses such a configuration at start-up instead (the KV cache
-// must hold max_model_len tokens). Progress watchdog: a request preempted
-// EngineConfig::max_preemptions_without_progress times without computing a new token fails KVSIM_CHECK.
+// there means registered or hit by this scheduler with fewer than seen_horizon() other distinct keys
+// touched since (exact; RecentKeys: remembered at least that long, forgotten after twice it), so a cause that says a
+// reuse was possible (kEvicted, kStateEvicted, kPartialBlock, kDifferentImage) is never a guess; older history counts
+// as never seen. No progress: a request that preempts itself while no other request runs holds the whole KV cache and
+// still does not fit. The first time it is preempted as vLLM does (its retry may reach further, e.g. past
+// sliding-window blocks or with different chunks); the second time at the same max_computed mark it is rejected
+// (SchedulerOutput::rejected, RejectReason::kNoProgress): vLLM would recompute it forever, and refuses such a
+// configuration at start-up instead (the KV cache must hold max_model_len tokens). Progress watchdog: a request
+// preempted EngineConfig::max_preemptions_without_progress times without computing a new token fails KVSIM_CHECK.
 #include <cstdint>
 #include <deque>
 #include <set>
@@ -149,7 +148,8 @@ class Scheduler {
   bool align_ = false;  // hybrid with mamba_cache_mode align and prefix caching
   // Exact, bounded: keys registered (or hit) within the horizon (recent_keys.h, seen_horizon()).
   RecentKeys seen_;
-  RecentKeys state_seen_;  // block hashes at which a state was registered (kStateEvicted)
+  RecentKeys state_seen_;             // block hashes at which a state was registered (kStateEvicted)
+  std::vector<uint64_t> touch_keys_;  // scratch: the keys one registration or hit touches, in order
   std::vector<EngineRequest> requests_;
   std::vector<int> free_slots_;
   std::vector<int> running_;

@@ -111,7 +111,12 @@ int64_t SingleTypeManagerBase::cache_blocks(int slot, std::span<const uint64_t> 
   const int64_t full = std::min<int64_t>(num_tokens / block_size_, std::ssize(t.blocks));
   if (first >= full) return full;
   KVSIM_CHECK(std::ssize(hashes) >= full, "block hashes missing: have " << hashes.size() << ", need " << full);
+  constexpr int64_t kAhead = 4;
   for (int64_t i = first; i < full; ++i) {
+    if (i + kAhead < full) {
+      const auto a = static_cast<size_t>(i + kAhead);
+      pool_.prefetch(t.blocks[a], cache_key(hashes[a], group_id_));
+    }
     const BlockId b = t.blocks[static_cast<size_t>(i)];
     if (b == kNullBlock) continue;
     // A partial-tail entry on a block that is now full is superseded by the full hash (vLLM

@@ -33,10 +33,15 @@ DType default_kv_dtype(const ModelSpec& spec);
 // "auto" -> default_kv_dtype(spec), else parse_dtype(text, what).
 DType resolve_kv_dtype(const ModelSpec& spec, const std::string& text, const std::string& what);
 
-// Per-rank shard of the model: tensor parallel `tp`, decode context parallel `dcp`.
+// Per-rank shard of the model: tensor parallel `tp`, decode context parallel `dcp`; and the layout
+// beyond TP (sim/model/parallel_layout.h): attention data parallel `dp`, pipeline stages `pp`, and
+// vLLM's enable_expert_parallel (EP = dp x tp). The defaults are one GPU group without DP, PP or EP.
 struct Parallel {
   int tp = 1;
   int dcp = 1;
+  int dp = 1;
+  int pp = 1;
+  bool expert_parallel = false;
 };
 // Throws InputError when tp (or dcp) does not divide the heads where it must.
 void check_parallel(const ModelSpec& spec, const Parallel& par);

@@ -50,8 +50,9 @@ std::vector<double> monotone(std::vector<double> v) {
 CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec& g, int tp, DType weight_dtype,
                                                DType kv_dtype, const LatencyTables& tables,
                                                const EngineOverhead& overhead, PagedBlockTerm block_term,
-                                               std::vector<int64_t> cudagraph_sizes, double weight_bits)
-    : gpu_(g), tp_(tp), block_term_(block_term), cudagraph_sizes_(std::move(cudagraph_sizes)) {
+                                               const ParallelPlan& parallel, std::vector<int64_t> cudagraph_sizes,
+                                               double weight_bits)
+    : gpu_(g), tp_(tp), block_term_(block_term), cudagraph_sizes_(std::move(cudagraph_sizes)), dp_(parallel.dp) {
   const std::string who = "calibrated latency model (" + m.name + " on " + g.name + "): ";
   if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
   if (m.hidden_size <= 0 || m.layers.empty()) throw InputError(who + "model has no hidden size or layers");
@@ -168,20 +169,30 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
     topk_ = std::clamp(m.experts_per_token, 1, m.num_experts);
     moe_inter_ = static_cast<double>(m.moe_intermediate_size) / tp_;
     expert_bytes_ = 3.0 * h * moe_inter_ * wb;
+    // MoE layers shard over all DP x TP GPUs (fused_moe/config.py FusedMoEParallelConfig.make).
+    const int ep = parallel.expert_parallel ? parallel.dp * tp : 1;
+    if (ep > 1)
+      expert_bytes_ = 3.0 * h * static_cast<double>(m.moe_intermediate_size) * wb *
+                      (static_cast<double>((num_experts_ + ep - 1) / ep) / num_experts_);
+    else if (parallel.dp > 1)
+      expert_bytes_ = 3.0 * h * static_cast<double>(m.moe_intermediate_size) / (tp_ * parallel.dp) * wb;
     // The measured fused-MoE table of the experts' dtype (FP8 rows for FP8 experts, else BF16 rows with
-    // the query's own SOL), at balanced routing's tokens per expert (moe_table.h).
-    // NVFP4 and INT4 tables store 4.5 and 4.125 bits per weight (E4M3 scale per 16; a BF16 scale per
-    // group of 128, the GPTQ / Marlin default); the query then scales by its own format's bytes.
-    if (fp8_weights && !tables.moe_fp8.empty()) {
-      moe_table_ = MoeTable(tables.moe_fp8, {g.fp8_flops, g.hbm_bandwidth, 1.0});
-    } else if (is_fp4(weight_dtype) && g.fp4_flops > 0 && !tables.moe_nvfp4.empty()) {
-      moe_table_ =
-          MoeTable(tables.moe_nvfp4, {g.fp4_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kNvfp4) / 8});
-    } else if (weight_dtype == DType::kInt4 && !tables.moe_int4.empty()) {
-      moe_table_ =
-          MoeTable(tables.moe_int4, {g.bf16_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kInt4) / 8});
-    } else if (!tables.moe.empty()) {
-      moe_table_ = MoeTable(tables.moe, bf16_peak_);
+    // the query's own SOL), at balanced routing's tokens per expert (moe_table.h). NVFP4 and INT4 tables
+    // store 4.5 and 4.125 bits per weight (E4M3 scale per 16; a BF16 scale per group of 128, the GPTQ /
+    // Marlin default); the query then scales by its own format's bytes. Only for plain TP: the tables'
+    // moe_ep = 1 rows do not describe expert or data parallel shards, which keep the fitted form.
+    if (ep == 1 && parallel.dp == 1) {
+      if (fp8_weights && !tables.moe_fp8.empty()) {
+        moe_table_ = MoeTable(tables.moe_fp8, {g.fp8_flops, g.hbm_bandwidth, 1.0});
+      } else if (is_fp4(weight_dtype) && g.fp4_flops > 0 && !tables.moe_nvfp4.empty()) {
+        moe_table_ =
+            MoeTable(tables.moe_nvfp4, {g.fp4_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kNvfp4) / 8});
+      } else if (weight_dtype == DType::kInt4 && !tables.moe_int4.empty()) {
+        moe_table_ =
+            MoeTable(tables.moe_int4, {g.bf16_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kInt4) / 8});
+      } else if (!tables.moe.empty()) {
+        moe_table_ = MoeTable(tables.moe, bf16_peak_);
+      }
     }
     if (cal_.moe) {
       moe_fit_ = *cal_.moe;
@@ -201,6 +212,9 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
     if (allreduce_points_.empty() && g.nvlink_bandwidth <= 0 && g.pcie_bandwidth <= 0)
       throw InputError(who + "TP > 1 needs an all-reduce table, nvlink_bandwidth or pcie_bandwidth");
   }
+  ParallelPlan plan = parallel;
+  plan.tp = tp;
+  parallel_ = ParallelTerms(plan, h, topk_, num_experts_, moe_layers_);
   overhead_c0_ = overhead.c0_s;
   overhead_c1_ = overhead.c1_s;
 
@@ -246,6 +260,7 @@ double CalibratedLatencyModel::linear_at(double m) const {
 
 double CalibratedLatencyModel::allreduce_at(double tokens) const {
   const double bytes = tokens * hidden_ * 2.0;
+  if (parallel_.tp_crosses_nodes()) return parallel_.cross_node_allreduce_seconds(bytes);
   const auto& p = allreduce_points_;
   if (!p.empty()) {
     if (bytes <= p.front().bytes) return p.front().seconds;
@@ -295,7 +310,8 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
       const MoeShape q{hidden_, moe_inter_, topk_, num_experts_};
       r.moe_s = moe_layers_ * moe_table_.seconds(n, q, weight_peak_);
     } else {
-      const double bytes = experts_touched(n, topk_, num_experts_) * expert_bytes_ + 4.0 * n * hidden_;
+      // The experts see the tokens of every DP rank (each assumed as large as this one).
+      const double bytes = experts_touched(n * dp_, topk_, num_experts_) * expert_bytes_ + 4.0 * n * hidden_;
       const double flops = 6.0 * n * topk_ * hidden_ * moe_inter_;
       r.moe_s = moe_layers_ * (moe_fit_.per_call_s + moe_fit_.per_byte_s * bytes + moe_fit_.per_flop_s * flops);
     }
@@ -334,8 +350,9 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
   r.allreduce_s = allreduce_curve_(n);
   r.overhead_s = overhead_c0_ + overhead_c1_ * (b.num_decode_requests + b.num_prefill_requests);
   r.block_s = block_term_.seconds(b);
+  r.parallel_s = parallel_.moe_comm_seconds(n);
   const double t = r.linear_s + r.lm_head_s + r.moe_s + r.prefill_attention_s + r.decode_attention_s + r.state_s +
-                   r.allreduce_s + r.overhead_s;
+                   r.allreduce_s + r.overhead_s + r.parallel_s;
   // The block term is 0 at the tables' block size (64), which leaves t untouched there.
   r.total = duration_from_seconds(r.block_s == 0.0 ? t : std::max(0.0, t + r.block_s));
   return r;

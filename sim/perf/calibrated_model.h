@@ -26,7 +26,10 @@
 //   State Mamba2 / gated-DeltaNet recurrent state read + write per request and scan FLOPs per token,
 //         fitted roofline plus two kernel floors per layer.
 //   AR    TP all-reduce, two per layer, message N * hidden * 2 bytes, from the vLLM custom all-reduce
-//         table (log-interpolated in size, bus bandwidth held beyond it), else an alpha-beta formula.
+//         table (log-interpolated in size, bus bandwidth held beyond it), else an alpha-beta formula;
+//         through the NIC when TP spans nodes (parallel_terms.h).
+//   DP/EP the experts see DP x N tokens and hold 1/(DP x TP) of each expert (ceil(E/EP) whole experts
+//         with EP); ParallelTerms adds the MoE all-gather / all-to-all. PP: pipeline_model.h.
 //   R     requests in the step (c0, c1 per engine).
 //   N     vLLM pads the step's tokens to its next CUDA-graph capture size (cuda_graph.h) for L, MoE
 //         and AR; H and attention see the real batch. Decode attention's KV term scales with the KV
@@ -45,6 +48,7 @@
 #include "sim/perf/latency_tables.h"
 #include "sim/perf/moe_table.h"
 #include "sim/perf/paged_block_term.h"
+#include "sim/perf/parallel_terms.h"
 
 namespace kvsim {
 
@@ -58,6 +62,7 @@ struct CalibratedBreakdown {
   double allreduce_s = 0;
   double overhead_s = 0;
   double block_s = 0;         // PagedBlockTerm: the block size against the tables' 64 (0 there)
+  double parallel_s = 0;      // ParallelTerms: MoE all-gather / all-to-all of DP (0 without DP)
   int64_t padded_tokens = 0;  // num_tokens after CUDA-graph padding (= num_tokens when not padded)
   Duration total;
 };
@@ -67,7 +72,8 @@ class CalibratedLatencyModel final : public ILatencyModel {
   // Throws InputError when the spec or GPU lacks what the model needs.
   CalibratedLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
                          const LatencyTables& tables, const EngineOverhead& overhead, PagedBlockTerm block_term = {},
-                         std::vector<int64_t> cudagraph_sizes = {}, double weight_bits = 0);
+                         const ParallelPlan& parallel = {}, std::vector<int64_t> cudagraph_sizes = {},
+                         double weight_bits = 0);
 
   Duration step_time(const BatchShape& batch) const override;
   std::string name() const override { return "calibrated"; }
@@ -133,6 +139,8 @@ class CalibratedLatencyModel final : public ILatencyModel {
   int layers_ = 0;
   double overhead_c0_ = 0, overhead_c1_ = 0;
   Curve1D linear_curve_, lm_head_curve_, allreduce_curve_;
+  ParallelTerms parallel_;
+  double dp_ = 1;  // DP ranks whose tokens meet at the experts
 };
 
 }  // namespace kvsim

@@ -1,12 +1,76 @@
 #include "sim/perf/latency_factory.h"
 
+#include <optional>
+#include <vector>
+
 #include "sim/core/errors.h"
+#include "sim/model/parallel_layout.h"
 #include "sim/perf/calibrated_model.h"
 #include "sim/perf/cuda_graph.h"
 #include "sim/perf/latency_tables.h"
+#include "sim/perf/pipeline_model.h"
 #include "sim/perf/roofline_model.h"
 
 namespace kvsim {
+namespace {
+
+// vLLM pads each step to its captured CUDA-graph sizes (cuda_graph.h); SGLang and TensorRT-LLM capture
+// other sizes (not modelled: no padding).
+std::vector<int64_t> capture_sizes(const LatencyModelSpec& spec) {
+  if (spec.engine_kind != "vllm") return {};
+  return vllm_cudagraph_capture_sizes(spec.max_num_seqs, spec.max_num_batched_tokens);
+}
+
+// One model per pipeline stage, without the per-step overhead (the pipeline adds it once per step).
+std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const ModelSpec& model, const GpuSpec& gpu,
+                                             const ParallelPlan& plan) {
+  const bool term = spec.block_cost && spec.block_size > 0;
+  const std::vector<StageRange> ranges = pipeline_stages(static_cast<int>(model.layers.size()), plan.pp);
+  std::vector<PipelineStage> stages;
+  std::vector<LinkCost> sends;
+  StepOverhead overhead;
+  std::optional<LatencyTables> tables;
+  EngineOverhead engine;
+  if (spec.name == "calibrated") {
+    tables = load_latency_tables(spec.tables_dir, gpu.name);
+    engine = engine_overhead(spec.tables_dir, spec.engine_kind);
+    overhead.fixed_s = engine.c0_s;
+    overhead.per_request_s = engine.c1_s;
+  } else {
+    overhead.fixed = gpu.step_overhead;
+  }
+  GpuSpec stage_gpu = gpu;
+  stage_gpu.step_overhead = Duration::zero();
+  EngineOverhead no_overhead = engine;
+  no_overhead.c0_s = no_overhead.c1_s = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const ModelSpec sm = stage_model(model, ranges[i], i + 1 == ranges.size());
+    PipelineStage st;
+    if (tables) {
+      const PagedBlockTerm block =
+          term ? PagedBlockTerm(sm, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
+      st.model =
+          std::make_unique<CalibratedLatencyModel>(sm, stage_gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, *tables,
+                                                   no_overhead, block, plan, capture_sizes(spec), spec.weight_bits);
+    } else {
+      const PagedBlockTerm block = term && spec.default_block_size > 0
+                                       ? PagedBlockTerm(sm, spec.tp, spec.block_size, spec.default_block_size)
+                                       : PagedBlockTerm();
+      st.model = std::make_unique<RooflineLatencyModel>(sm, stage_gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, block,
+                                                        plan, spec.weight_bits);
+    }
+    stages.push_back(std::move(st));
+    if (i + 1 < ranges.size()) {
+      // Stage i's first GPU and stage i + 1's (DP rank 0): vLLM ranks are (dp, pp, tp), TP innermost.
+      const int a = static_cast<int>(i) * plan.tp, b = static_cast<int>(i + 1) * plan.tp;
+      sends.push_back(a / plan.node_size() == b / plan.node_size() ? plan.intra : plan.inter);
+    }
+  }
+  return std::make_unique<PipelineLatencyModel>(std::move(stages), std::move(sends),
+                                                static_cast<double>(model.hidden_size), overhead, spec.name);
+}
+
+}  // namespace
 
 double checkpoint_weight_bits(const ModelSpec& m) {
   if (!m.quant.quantized() || !m.quant.understood || m.quantized_params <= 0) return 0.0;
@@ -17,27 +81,24 @@ double checkpoint_weight_bits(const ModelSpec& m) {
 std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, const ModelSpec& model,
                                                   const GpuSpec& gpu, const std::string& key) {
   const bool term = spec.block_cost && spec.block_size > 0;
+  ParallelPlan plan = spec.parallel;
+  plan.tp = spec.tp;
+  if (spec.name != "roofline" && spec.name != "calibrated")
+    throw InputError(key + ": unknown model '" + spec.name + "' (known: calibrated, roofline)");
+  if (plan.pp > 1) return make_pipeline(spec, model, gpu, plan);
   if (spec.name == "roofline") {
     const PagedBlockTerm block = term && spec.default_block_size > 0
                                      ? PagedBlockTerm(model, spec.tp, spec.block_size, spec.default_block_size)
                                      : PagedBlockTerm();
-    return std::make_unique<RooflineLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, block,
+    return std::make_unique<RooflineLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, block, plan,
                                                   spec.weight_bits);
   }
-  if (spec.name == "calibrated") {
-    const LatencyTables tables = load_latency_tables(spec.tables_dir, gpu.name);
-    const PagedBlockTerm block =
-        term ? PagedBlockTerm(model, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
-    // vLLM pads each step to its captured CUDA-graph sizes; SGLang and TensorRT-LLM capture other sizes
-    // (not modelled: no padding).
-    std::vector<int64_t> sizes;
-    if (spec.engine_kind == "vllm")
-      sizes = vllm_cudagraph_capture_sizes(spec.max_num_seqs, spec.max_num_batched_tokens);
-    return std::make_unique<CalibratedLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, tables,
-                                                    engine_overhead(spec.tables_dir, spec.engine_kind), block,
-                                                    std::move(sizes), spec.weight_bits);
-  }
-  throw InputError(key + ": unknown model '" + spec.name + "' (known: calibrated, roofline)");
+  const LatencyTables tables = load_latency_tables(spec.tables_dir, gpu.name);
+  const PagedBlockTerm block =
+      term ? PagedBlockTerm(model, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
+  return std::make_unique<CalibratedLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, tables,
+                                                  engine_overhead(spec.tables_dir, spec.engine_kind), block, plan,
+                                                  capture_sizes(spec), spec.weight_bits);
 }
 
 }  // namespace kvsim

@@ -8,6 +8,7 @@
 #include "sim/model/hardware.h"
 #include "sim/model/model_spec.h"
 #include "sim/perf/i_latency_model.h"
+#include "sim/perf/parallel_terms.h"
 
 namespace kvsim {
 
@@ -31,6 +32,9 @@ struct LatencyModelSpec {
   // Bits per quantised weight, scales included, when the weights are served as the checkpoint stores
   // them (checkpoint_weight_bits); 0 = the dtype's default (weight_bits_per_element).
   double weight_bits = 0;
+  // DP / EP / PP and the links between GPUs (parallel_terms.h); parallel.tp is set from `tp`. PP > 1
+  // builds a PipelineLatencyModel over one model per stage (pipeline_model.h).
+  ParallelPlan parallel;
 };
 
 // Bits per quantised weight of the checkpoint, scales and zero points included, from what sizing read

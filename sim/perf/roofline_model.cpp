@@ -40,8 +40,9 @@ double weight_peak(const GpuSpec& g, DType w) {
 }  // namespace
 
 RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g, int tp, DType weight_dtype,
-                                           DType kv_dtype, PagedBlockTerm block_term, double weight_bits)
-    : tp_(tp), step_overhead_(g.step_overhead), block_term_(block_term) {
+                                           DType kv_dtype, PagedBlockTerm block_term, const ParallelPlan& parallel,
+                                           double weight_bits)
+    : tp_(tp), step_overhead_(g.step_overhead), block_term_(block_term), dp_(parallel.dp) {
   const std::string who = "roofline latency model (" + m.name + " on " + g.name + "): ";
   if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
   if (m.params <= 0) throw InputError(who + "model has no parameter count");
@@ -127,7 +128,14 @@ RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g,
                        std::to_string(m.num_experts) + " experts x 3 x hidden x moe_intermediate_size) exceed params");
     }
     weight_bytes_fixed_ = ((non_expert - vh) * wb + vh * 2.0) / tp_;
-    expert_bytes_per_layer_ = expert_params * wb / tp_;
+    // MoE layers shard over all DP x TP GPUs (fused_moe/config.py FusedMoEParallelConfig.make): 1/(DP x TP)
+    // of every expert, or with EP ceil(E / EP) whole experts, i.e. that share of every expert's bytes.
+    const int ep = parallel.expert_parallel ? parallel.dp * tp : 1;
+    if (ep > 1)
+      expert_bytes_per_layer_ =
+          expert_params * wb * (static_cast<double>((m.num_experts + ep - 1) / ep) / m.num_experts);
+    else
+      expert_bytes_per_layer_ = expert_params * wb / (tp_ * parallel.dp);
   } else {
     moe_layers_ = 0;
     // Every weight read once, except the embedding table (only looked up): the LM head (the tied
@@ -143,6 +151,15 @@ RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g,
     const double all_reduces = 2.0 * static_cast<double>(m.layers.size());
     allreduce_fixed_s_ = all_reduces * kAllReduceLatencySeconds;
     allreduce_per_token_s_ = all_reduces * 2.0 * (tp_ - 1.0) / tp_ * h * 2.0 / link;
+  }
+  ParallelPlan plan = parallel;
+  plan.tp = tp;
+  parallel_ = ParallelTerms(plan, h, experts_per_token_, num_experts_, moe_layers_);
+  if (parallel_.tp_crosses_nodes()) {
+    // TP beyond one node: each all-reduce is a ring through the GPUs' NICs (parallel_terms.h).
+    const double all_reduces = 2.0 * static_cast<double>(m.layers.size());
+    allreduce_fixed_s_ = all_reduces * plan.inter.latency_s;
+    allreduce_per_token_s_ = all_reduces * 2.0 * (tp_ - 1.0) / tp_ * h * 2.0 / plan.inter.bandwidth;
   }
 }
 
@@ -166,7 +183,8 @@ RooflineBreakdown RooflineLatencyModel::breakdown(const BatchShape& b) const {
   r.weight_bytes = weight_bytes_fixed_;
   if (moe_layers_ > 0) {
     const double e = num_experts_;
-    const double touched = e * (1.0 - std::pow(1.0 - experts_per_token_ / e, n));
+    // The experts see the tokens of every DP rank (each assumed as large as this one).
+    const double touched = e * (1.0 - std::pow(1.0 - experts_per_token_ / e, n * dp_));
     r.weight_bytes += moe_layers_ * touched * expert_bytes_per_layer_;
   }
   const double prefill_ctx =
@@ -187,7 +205,8 @@ RooflineBreakdown RooflineLatencyModel::breakdown(const BatchShape& b) const {
   r.floor_s = floor_s_;
   r.allreduce_s = allreduce_fixed_s_ > 0 ? allreduce_fixed_s_ + allreduce_per_token_s_ * n : 0.0;
   r.block_s = block_term_.seconds(b);
-  const double t = std::max(r.compute_s, r.memory_s) + r.floor_s + r.allreduce_s;
+  r.parallel_s = parallel_.moe_comm_seconds(n);
+  const double t = std::max(r.compute_s, r.memory_s) + r.floor_s + r.allreduce_s + r.parallel_s;
   // The block term is 0 at the reference block size, which leaves t (and the default runs) untouched.
   r.total = duration_from_seconds(r.block_s == 0.0 ? t : std::max(0.0, t + r.block_s)) + step_overhead_;
   return r;

@@ -34,8 +34,11 @@
 //               link_bw = NVLink per-direction bandwidth (PCIe when the GPU has no NVLink)
 //
 // Not modelled: activations' memory traffic, element-wise kernels beyond the floor, overlap of the
-// floor with the roofline term (the sum is pessimistic at small batches), routing imbalance, expert
-// parallelism, pipeline parallelism. An empty batch (N = 0) costs nothing.
+// floor with the roofline term (the sum is pessimistic at small batches), routing imbalance. Expert and
+// data parallelism change B_w (experts touched by the DP ranks' DP x N tokens, each GPU holding 1/(DP x TP)
+// of every expert, or ceil(E/EP) whole experts with EP) and add ParallelTerms' MoE communication; TP
+// across nodes prices t_allreduce on the NIC; pipeline parallelism wraps stage models
+// (pipeline_model.h). An empty batch (N = 0) costs nothing.
 // Constants from shared/reference/latency-model.md sections 2-3. Everything that does not depend on
 // the batch is computed once in the constructor, so step_time() is O(1).
 #include <string>
@@ -45,6 +48,7 @@
 #include "sim/model/model_spec.h"
 #include "sim/perf/i_latency_model.h"
 #include "sim/perf/paged_block_term.h"
+#include "sim/perf/parallel_terms.h"
 
 namespace kvsim {
 
@@ -69,17 +73,19 @@ struct RooflineBreakdown {
   double memory_s = 0;
   double floor_s = 0;
   double allreduce_s = 0;
-  double block_s = 0;  // PagedBlockTerm: the block size against the reference (0 there)
+  double block_s = 0;     // PagedBlockTerm: the block size against the reference (0 there)
+  double parallel_s = 0;  // ParallelTerms: MoE all-gather / all-to-all of DP (0 without DP)
   Duration total;
 };
 
 class RooflineLatencyModel final : public ILatencyModel {
  public:
   // Throws InputError when the spec or GPU lacks what the model needs (params, peaks, a link for TP).
-  // weight_bits > 0 replaces the dtype's bits per weight (the checkpoint's own scales; see
-  // checkpoint_weight_bits in latency_factory.h).
+  // `parallel` (parallel_terms.h): DP / EP expert shards and MoE communication, TP across nodes; its
+  // default leaves the model as it was. plan.tp is ignored (`tp` rules). weight_bits > 0 replaces the
+  // dtype's bits per weight (the checkpoint's own scales; see checkpoint_weight_bits in latency_factory.h).
   RooflineLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
-                       PagedBlockTerm block_term = {}, double weight_bits = 0);
+                       PagedBlockTerm block_term = {}, const ParallelPlan& parallel = {}, double weight_bits = 0);
 
   Duration step_time(const BatchShape& batch) const override;
   std::string name() const override { return "roofline"; }
@@ -116,6 +122,8 @@ class RooflineLatencyModel final : public ILatencyModel {
   double allreduce_per_token_s_ = 0;  // per token
   Duration step_overhead_;
   PagedBlockTerm block_term_;
+  ParallelTerms parallel_;
+  double dp_ = 1;  // DP ranks whose tokens meet at the experts
 };
 
 }  // namespace kvsim

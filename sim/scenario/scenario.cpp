@@ -14,6 +14,7 @@
 #include "sim/core/errors.h"
 #include "sim/core/input_file.h"
 #include "sim/core/units.h"
+#include "sim/perf/parallel_terms.h"
 
 namespace kvsim {
 namespace {
@@ -198,6 +199,13 @@ const std::set<std::string> kEngineKeys = {"kind",
                                            "watermark",
                                            "scheduler_reserve_full_isl",
                                            "tensor_parallel_size",
+                                           "data_parallel_size",
+                                           "pipeline_parallel_size",
+                                           "enable_expert_parallel",
+                                           "all2all_backend",
+                                           "gpus_per_node",
+                                           "intra_node_link",
+                                           "inter_node_link",
                                            "latency_model",
                                            "paged_block_cost",
                                            "mamba_cache_mode",
@@ -298,6 +306,25 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
   if (n["tensor_parallel_size"])
     e.tensor_parallel_size =
         static_cast<int>(r.integer(n["tensor_parallel_size"], k("tensor_parallel_size"), 1, INT_MAX));
+  if (n["data_parallel_size"])
+    e.data_parallel_size = static_cast<int>(r.integer(n["data_parallel_size"], k("data_parallel_size"), 1, 4096));
+  if (n["pipeline_parallel_size"])
+    e.pipeline_parallel_size =
+        static_cast<int>(r.integer(n["pipeline_parallel_size"], k("pipeline_parallel_size"), 1, 1024));
+  if (n["enable_expert_parallel"])
+    e.enable_expert_parallel = r.boolean(n["enable_expert_parallel"], k("enable_expert_parallel"));
+  if (n["all2all_backend"]) {
+    e.all2all_backend = r.str(n["all2all_backend"], k("all2all_backend"));
+    try {
+      is_dispatch_combine_backend(e.all2all_backend, k("all2all_backend"));
+    } catch (const InputError& err) {
+      r.fail(k("all2all_backend"), std::string(err.what()).substr(k("all2all_backend").size() + 2));
+    }
+  }
+  if (n["gpus_per_node"])
+    e.gpus_per_node = static_cast<int>(r.integer(n["gpus_per_node"], k("gpus_per_node"), 1, 1 << 20));
+  if (n["intra_node_link"]) e.intra_node_link = r.str(n["intra_node_link"], k("intra_node_link"));
+  if (n["inter_node_link"]) e.inter_node_link = r.str(n["inter_node_link"], k("inter_node_link"));
   if (n["latency_model"]) e.latency_model = r.str(n["latency_model"], k("latency_model"));
   if (n["paged_block_cost"]) e.paged_block_cost = r.boolean(n["paged_block_cost"], k("paged_block_cost"));
   if (n["mamba_cache_mode"]) {
@@ -409,6 +436,9 @@ ClusterSettings read_cluster(const Reader& r, const YAML::Node& root, const Scen
     p.gpu = s.gpu;
     p.engine = s.engine;
     p.key = "cluster.pools[0]";
+    // Attention DP: every DP rank is an engine of its own behind vLLM's DP load balancer.
+    p.instances = s.engine.data_parallel_size;
+    if (p.instances > 1) c.router.policy = "vllm_dp";
     c.pools.push_back(std::move(p));
     return c;
   }
@@ -442,6 +472,12 @@ ClusterSettings read_cluster(const Reader& r, const YAML::Node& root, const Scen
       for (const auto& kv : e) merged[kv.first.Scalar()] = kv.second;
     }
     p.engine = read_engine(r, merged, k("engine"));
+    // Each instance is a DP group: data_parallel_size engines (DP ranks), each routed to on its own.
+    if (p.engine.data_parallel_size > 1) {
+      total += int64_t{p.instances} * (p.engine.data_parallel_size - 1);
+      if (total > 65536) r.fail(k("instances"), "more than 65536 instances (x data_parallel_size) in the cluster");
+      p.instances *= p.engine.data_parallel_size;
+    }
     if (const YAML::Node pl = pn["placement"]) {
       if (!pl.IsSequence()) r.fail(k("placement"), "must be a list of topology GPU names (node0/gpu0, ...)");
       for (size_t j = 0; j < pl.size(); ++j)

@@ -42,6 +42,8 @@ TEST(ValidateDtypeColumns, WeightDtypeOverridesDtypeAndBothReachTheScenario) {
   EXPECT_EQ(ps[0].dtype, "int4");  // weight_dtype wins over dtype
   EXPECT_EQ(ps[0].kv_dtype, "fp8");
   EXPECT_EQ(ps[1].dtype, "fp8");  // weight_dtype empty: the dtype column
+  // The grouped sets write int4 in both columns; the dtype column's narrower list is not checked then.
+  EXPECT_EQ(points("vdt_int4.csv", std::string(kRow) + "int4,int4,\n")[0].dtype, "int4");
   const Scenario s = validation_scenario(ps[0], ValidationProtocol{}, "models/hardware", "calibrated");
   EXPECT_EQ(s.engine.weight_dtype, "int4");
   EXPECT_EQ(s.engine.kv_cache_dtype, "fp8");

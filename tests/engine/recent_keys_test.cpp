@@ -32,27 +32,50 @@ TEST(RecentKeys, NoFalsePositivesAmongAMillionKeys) {
   EXPECT_EQ(seen.size(), n);
 }
 
-TEST(RecentKeys, ForgetsAKeyNotTouchedInTheLastHorizonTouches) {
-  // Horizon 4: a, b, c, d fill the window; touching b again moves it to the newest; e then pushes
-  // out the oldest touch (a's), f the next one (b's old touch: b stays, as it was touched since).
+TEST(RecentKeys, RemembersAKeyForHorizonDistinctKeysAndForgetsItAfterTwice) {
+  // Horizon 4, two generations. 1 2 3 4 fill generation A, which becomes the previous one. 5 6 go
+  // into generation B; touching 1 again re-inserts it into B (refresh, not a new key for A).
   RecentKeys seen(4);
   for (uint64_t k : {1, 2, 3, 4}) seen.touch(k);
-  EXPECT_TRUE(seen.contains(1));
-  seen.touch(2);  // window: b c d b -> a is out
-  EXPECT_FALSE(seen.contains(1));
-  seen.touch(5);  // pushes out b's old touch: b stays
-  EXPECT_TRUE(seen.contains(2));
-  EXPECT_TRUE(seen.contains(3));
-  seen.touch(6);  // pushes out c
+  for (uint64_t k : {1, 2, 3, 4}) EXPECT_TRUE(seen.contains(k)) << k;
+  seen.touch(5);
+  seen.touch(6);
+  seen.touch(1);  // B = {5, 6, 1}
+  EXPECT_EQ(seen.size(), 6u);
+  seen.touch(6);  // already in B: nothing changes
+  EXPECT_EQ(seen.size(), 6u);
+  seen.touch(7);  // B = {5, 6, 1, 7} is full: it becomes the previous one, A = {1, 2, 3, 4} is dropped
+  EXPECT_FALSE(seen.contains(2));
   EXPECT_FALSE(seen.contains(3));
-  for (uint64_t k : {2, 4, 5, 6}) EXPECT_TRUE(seen.contains(k)) << k;
+  EXPECT_FALSE(seen.contains(4));
+  for (uint64_t k : {1, 5, 6, 7}) EXPECT_TRUE(seen.contains(k)) << k;  // 1 survived by its refresh
   EXPECT_EQ(seen.size(), 4u);
+  // 2 was followed by 6 other distinct keys (3 4 5 6 1 7): more than the horizon, less than twice it.
+  // A key followed by 8 = 2 x horizon distinct keys is always gone: 5 is after 6 1 7 8 9 10 11 12.
+  for (uint64_t k : {8, 9, 10, 11, 12}) seen.touch(k);
+  EXPECT_FALSE(seen.contains(5));
+  EXPECT_TRUE(seen.contains(12));
+}
+
+TEST(RecentKeys, KeyZeroIsAKeyLikeAnyOther) {
+  // Slot value 0 marks an empty slot; the key 0 is kept apart, not confused with emptiness.
+  RecentKeys seen(2);
+  EXPECT_FALSE(seen.contains(0));
+  seen.touch(0);
+  EXPECT_TRUE(seen.contains(0));
+  EXPECT_FALSE(seen.contains(1));
+  seen.touch(1);  // generation {0, 1} full -> previous
+  seen.touch(2);
+  seen.touch(3);  // {2, 3} full -> previous; {0, 1} forgotten
+  EXPECT_FALSE(seen.contains(0));
+  EXPECT_TRUE(seen.contains(3));
 }
 
 TEST(MissAttribution, ATraceThatNeverRepeatsReportsNoLostReuse) {
-  // 3000 prompts of 512 distinct tokens at block size 1: 1.5 M block keys, all within the horizon
-  // (16 x 100,000 blocks -> 2^21). Nothing was reusable, so no request may report a lost reuse; with
-  // the former Bloom filter about 1.4 % of first-block queries were false positives
+  // 3000 prompts of 512 distinct tokens at block size 1: 1.5 M block keys, within the horizon
+  // (8 x 100,000 blocks -> 2^20 keys; forgetting could only turn a yes into a no anyway). Nothing was reusable, so no
+  // request may report a lost reuse; with the former Bloom filter about 1.4 % of first-block queries were false
+  // positives
   // ((1 - e^(-3 * 1.5e6 / 2^24))^3 = 0.0137), i.e. about 40 requests reported as "evicted".
   std::vector<RequestSpec> reqs;
   for (int i = 0; i < 3000; ++i) reqs.push_back(make_request(i, i, {text(1000 + static_cast<uint64_t>(i), 512)}, 1));
@@ -69,12 +92,12 @@ TEST(MissAttribution, ATraceThatNeverRepeatsReportsNoLostReuse) {
 }
 
 TEST(MissAttribution, AnEvictionBeyondTheHorizonIsNotReportedAsEvicted) {
-  // Horizon: 16 x 5 blocks = 80 -> the minimum 2^16 touches. Request 1 (64 tokens, B = 16) registers
-  // 4 keys; 2^14 + 1 requests of 64 other tokens register 4 keys each (65,540 > 65,536 touches), so
-  // request 1's keys leave the window; its repeat at the end misses (evicted long before) and is
-  // not attributed: nothing known was reusable.
+  // Horizon: 8 x 5 blocks = 40 -> the minimum 2^14 distinct keys. Request 1 (64 tokens, B = 16)
+  // registers 4 keys; 2^13 + 1 requests of 64 other tokens register 4 distinct keys each (32,772 >
+  // 2 x 2^14 = 32,768 keys), so request 1's keys are forgotten; its repeat at the end misses (evicted
+  // long before) and is not attributed: nothing known was reusable.
   std::vector<RequestSpec> reqs{make_request(0, 0, {text(7, 64)}, 1)};
-  const int fillers = (1 << 14) + 1;
+  const int fillers = (1 << 13) + 1;
   for (int i = 1; i <= fillers; ++i) reqs.push_back(make_request(i, i, {text(100 + static_cast<uint64_t>(i), 64)}, 1));
   reqs.push_back(make_request(fillers + 1, fillers + 10, {text(7, 64)}, 1));
   RecordingSink sink;
@@ -83,6 +106,22 @@ TEST(MissAttribution, AnEvictionBeyondTheHorizonIsNotReportedAsEvicted) {
   EXPECT_EQ(again.cached_tokens, 0);
   EXPECT_EQ(again.cause, MissCause::kNone);
   EXPECT_EQ(again.lost_tokens, 0);
+}
+
+TEST(MissAttribution, AnEvictionWithinTheHorizonIsReportedAsEvicted) {
+  // The same with 2^11 fillers (8,192 keys < 2^14): request 1's 4 keys are remembered, its blocks
+  // were evicted from the 4-block cache, so the repeat's 63 reusable tokens (L - 1) are lost to
+  // eviction.
+  std::vector<RequestSpec> reqs{make_request(0, 0, {text(7, 64)}, 1)};
+  const int fillers = 1 << 11;
+  for (int i = 1; i <= fillers; ++i) reqs.push_back(make_request(i, i, {text(100 + static_cast<uint64_t>(i), 64)}, 1));
+  reqs.push_back(make_request(fillers + 1, fillers + 10, {text(7, 64)}, 1));
+  RecordingSink sink;
+  run_engine(config_for(full_layout(16, 5)), std::move(reqs), sink);
+  const RequestRecord& again = sink.requests.at(fillers + 1);
+  EXPECT_EQ(again.cached_tokens, 0);
+  EXPECT_EQ(again.cause, MissCause::kEvicted);
+  EXPECT_EQ(again.lost_tokens, 63);
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ TEST(QuantizedStepWeights, CheckpointBitsFromQuantizationConfig) {
   EXPECT_EQ(checkpoint_weight_bits(read_model_config(kRoot + "/models/qwen3-8b.json")), 0.0);
   // The override replaces the dtype's bits: 4.5 bits (e.g. INT4 with a BF16 scale per 32) on the toy
   // model's layers: 60,817,408 x 4.5 / 8 = 34,209,792, + the BF16 LM head 65,536,000.
-  const RooflineLatencyModel m(tiny_model(), toy_gpu(), 1, DType::kInt4, DType::kBf16, {}, 4.5);
+  const RooflineLatencyModel m(tiny_model(), toy_gpu(), 1, DType::kInt4, DType::kBf16, {}, {}, 4.5);
   EXPECT_DOUBLE_EQ(m.weight_bytes_dense(), 34209792.0 + 65536000.0);
 }
 
@@ -187,7 +187,7 @@ TEST(CudaGraph, StepIsPaddedToTheNextCapturedSizeAndEagerAbove) {
 TEST(CudaGraph, CalibratedModelPricesTokenKernelsAtThePaddedSize) {
   const LatencyTables none;
   const auto sizes = vllm_cudagraph_capture_sizes(256, 8192);
-  const CalibratedLatencyModel padded(tiny_model(), toy_gpu(), 1, DType::kBf16, DType::kBf16, none, {}, {}, sizes);
+  const CalibratedLatencyModel padded(tiny_model(), toy_gpu(), 1, DType::kBf16, DType::kBf16, none, {}, {}, {}, sizes);
   const CalibratedLatencyModel plain(tiny_model(), toy_gpu(), 1, DType::kBf16, DType::kBf16, none, {});
   BatchShape five;
   five.num_tokens = five.num_decode_requests = 5;

@@ -85,7 +85,7 @@ TEST(ClusterScenario, BadInputNamesTheFileAndKeyPath) {
   } cases[] = {
       {pools("{name: a, instances: 2}") + "  router: {policy: fastest}\n",
        "c.yaml: cluster.router.policy: unknown router 'fastest' (known: dynamo, least_loaded, llm_d, random, "
-       "round_robin, session_affinity, sglang)"},
+       "round_robin, session_affinity, sglang, vllm_dp)"},
       {pools("{name: a, instances: 0}"), "c.yaml: cluster.pools[0].instances: must be >= 1 (got 0)"},
       {pools("{name: a, instances: 1}, {name: b, instances: 1, engine: {max_num_seq: 3}}"),
        "c.yaml: cluster.pools[1].engine.max_num_seq: unknown key"},

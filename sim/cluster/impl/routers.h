@@ -12,6 +12,7 @@ namespace kvsim {
 std::unique_ptr<IRouter> make_round_robin_router();
 std::unique_ptr<IRouter> make_random_router(RandomStream& stream);
 std::unique_ptr<IRouter> make_least_loaded_router();
+std::unique_ptr<IRouter> make_vllm_dp_router();
 std::unique_ptr<IRouter> make_session_affinity_router(const RouterSettings& s, int num_instances);
 std::unique_ptr<IRouter> make_llm_d_router(const RouterSettings& s, const IClusterView& view, RandomStream& ties);
 std::unique_ptr<IRouter> make_dynamo_router(const RouterSettings& s, const IClusterView& view, RandomStream& ties);

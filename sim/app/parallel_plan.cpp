@@ -1,0 +1,52 @@
+#include "sim/app/parallel_plan.h"
+
+#include "sim/core/errors.h"
+
+namespace kvsim {
+namespace {
+
+LinkCost link_cost(const LinkSpec& l) { return {l.effective_bandwidth(), l.latency.seconds()}; }
+
+const LinkSpec& named_link(const HardwareCatalog& hw, const std::string& name, const std::string& key) {
+  try {
+    return hw.link(name);
+  } catch (const InputError& err) {
+    throw InputError(key + ": " + err.what());
+  }
+}
+
+}  // namespace
+
+ParallelPlan resolve_parallel_plan(const EngineSettings& e, const GpuSpec& gpu, const HardwareCatalog& hw,
+                                   const std::string& key) {
+  ParallelPlan p;
+  p.tp = e.tensor_parallel_size;
+  p.dp = e.data_parallel_size;
+  p.pp = e.pipeline_parallel_size;
+  p.expert_parallel = e.enable_expert_parallel;
+  p.all2all_backend = e.all2all_backend;
+  is_dispatch_combine_backend(p.all2all_backend, key + ".all2all_backend");
+  p.gpus_per_node = e.gpus_per_node;
+  const int gpus = p.tp * p.dp * p.pp;
+  const bool needs_links = p.dp > 1 || p.pp > 1 || p.tp > p.gpus_per_node;
+  if (!needs_links) return p;  // the models price nothing new: the links are not read
+  if (e.intra_node_link != "auto") {
+    p.intra = link_cost(named_link(hw, e.intra_node_link, key + ".intra_node_link"));
+  } else {
+    // The catalog iterates in name order, so the match is deterministic.
+    const LinkSpec* found = nullptr;
+    for (const auto& [name, l] : hw.links)
+      if (!found && name.starts_with("nvlink") && gpu.nvlink_bandwidth > 0 && l.line_rate == gpu.nvlink_bandwidth)
+        found = &l;
+    for (const auto& [name, l] : hw.links)
+      if (!found && name.starts_with("pcie") && gpu.pcie_bandwidth > 0 && l.line_rate == gpu.pcie_bandwidth) found = &l;
+    if (!found)
+      throw InputError(key + ".intra_node_link: no link in the catalog matches " + gpu.name +
+                       "'s NVLink or PCIe bandwidth; name one (models/hardware/links.yaml)");
+    p.intra = link_cost(*found);
+  }
+  if (gpus > p.gpus_per_node) p.inter = link_cost(named_link(hw, e.inter_node_link, key + ".inter_node_link"));
+  return p;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,38 @@
+// vllm_dp: vLLM's data-parallel load balancer, the rule its API server uses to pick a DP rank
+// (vllm/v1/engine/core_client.py, DPLBAsyncMPClient.get_core_engine_for_request): score = 4 x waiting +
+// running from the ranks' reported counts, the first minimum scanning from a start index that rotates by
+// one after every pick (eng_start_index), so ties spread over the ranks.
+#include "sim/cluster/impl/routers.h"
+
+namespace kvsim {
+namespace {
+
+class VllmDpRouter final : public IRouter {
+ public:
+  int route(const RequestSpec&, std::span<const int> candidates, const IClusterView& view) override {
+    const size_t n = candidates.size();
+    int best = candidates[start_ % n];
+    int64_t best_score = INT64_MAX;
+    for (size_t i = 0; i < n; ++i) {
+      const int c = candidates[(start_ + i) % n];
+      const InstanceReport& r = view.report(c);
+      const int64_t score = 4 * static_cast<int64_t>(r.waiting) + r.running;
+      if (score < best_score) {
+        best_score = score;
+        best = c;
+      }
+    }
+    start_ = (start_ + 1) % n;
+    return best;
+  }
+  std::string name() const override { return "vllm_dp"; }
+
+ private:
+  size_t start_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<IRouter> make_vllm_dp_router() { return std::make_unique<VllmDpRouter>(); }
+
+}  // namespace kvsim

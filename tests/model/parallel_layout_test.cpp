@@ -1,0 +1,131 @@
+// Parallel layouts (sim/model/parallel_layout.h): pipeline stage splits as vLLM's get_pp_indices makes
+// them, weights per GPU under EP, DP and PP, and KV bytes per token per GPU under PP. Every expected value
+// is worked out by hand in the comments from the made-up model's shapes, not read from a run.
+#include "sim/model/parallel_layout.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/core/errors.h"
+
+namespace kvsim {
+namespace {
+
+std::vector<int> counts(const std::vector<StageRange>& s) {
+  std::vector<int> out;
+  for (const auto& r : s) out.push_back(r.count);
+  return out;
+}
+
+TEST(PipelineStages, RemainderGoesToTheStagesBeforeTheLast) {
+  // vllm/distributed/utils.py get_pp_indices: L // PP each, then partitions[-i] += 1 for i = 2 .. r + 1.
+  EXPECT_EQ(counts(pipeline_stages(61, 4)), (std::vector<int>{15, 15, 16, 15}));  // 61 = 4 x 15 + 1
+  EXPECT_EQ(counts(pipeline_stages(22, 4)), (std::vector<int>{5, 6, 6, 5}));      // 22 = 4 x 5 + 2
+  EXPECT_EQ(counts(pipeline_stages(61, 2)), (std::vector<int>{31, 30}));
+  EXPECT_EQ(counts(pipeline_stages(4, 3)), (std::vector<int>{1, 2, 1}));
+  EXPECT_EQ(counts(pipeline_stages(36, 1)), (std::vector<int>{36}));
+  const auto s = pipeline_stages(61, 4);
+  EXPECT_EQ(s[3].first, 46);  // 15 + 15 + 16
+}
+
+LayerSpec moe_layer() {
+  LayerSpec l;
+  l.kind = LayerKind::kFullAttention;
+  l.attn.num_kv_heads = 2;
+  l.attn.head_dim = 128;
+  l.moe = true;
+  return l;
+}
+
+// A made-up MoE model: h 1024, 4 MoE layers of 8 experts (moe_intermediate 512), vocab 1000, untied.
+//   experts   4 x 8 x 3 x 1024 x 512                 = 50,331,648
+//   embedding + LM head 2 x 1000 x 1024              =  2,048,000
+//   the rest (attention, router, norms) 4 x 4,000,000 = 16,000,000  -> params 68,379,648
+ModelSpec toy_moe() {
+  ModelSpec m;
+  m.name = "toy-moe";
+  m.hidden_size = 1024;
+  m.num_attention_heads = 8;
+  m.head_dim = 128;
+  m.vocab_size = 1000;
+  m.num_experts = 8;
+  m.experts_per_token = 2;
+  m.moe_intermediate_size = 512;
+  for (int i = 0; i < 4; ++i) m.layers.push_back(moe_layer());
+  m.params = 68379648;
+  m.active_params = m.params;
+  return m;
+}
+
+TEST(WeightsPerGpu, WithoutDpPpOrEpItIsTheTpShare) {
+  const ModelSpec m = toy_moe();
+  EXPECT_EQ(expert_params(m), 50331648);
+  EXPECT_EQ(embedding_params(m), 2048000);
+  // BF16: 2 x 68,379,648 = 136,759,296 B over TP 2.
+  EXPECT_EQ(weight_bytes_per_gpu(m, DType::kBf16, Parallel{2, 1}), 68379648);
+}
+
+TEST(WeightsPerGpu, ExpertsShardOverDpTimesTp) {
+  const ModelSpec m = toy_moe();
+  // DP 4 x TP 2, EP 8: one whole expert per GPU. Dense part (16,000,000 + 2,048,000) / TP 2 = 9,024,000;
+  // experts 50,331,648 / 8 = 6,291,456; x 2 bytes = 30,630,912.
+  Parallel ep{2, 1, 4, 1, true};
+  EXPECT_EQ(expert_parallel_size(m, ep), 8);
+  EXPECT_EQ(experts_per_rank(m, ep), 1);
+  EXPECT_EQ(weight_bytes_per_gpu(m, DType::kBf16, ep), 30630912);
+  // Without EP vLLM tensor-splits every expert DP x TP = 8 ways: the same bytes.
+  Parallel no_ep{2, 1, 4, 1, false};
+  EXPECT_EQ(expert_parallel_size(m, no_ep), 1);
+  EXPECT_EQ(weight_bytes_per_gpu(m, DType::kBf16, no_ep), 30630912);
+}
+
+TEST(WeightsPerGpu, UnevenExpertSplitLoadsTheBusiestRank) {
+  const ModelSpec m = toy_moe();
+  // DP 3 x TP 2 = EP 6 over 8 experts: ranks hold 2, 2, 1, 1, 1, 1 (determine_expert_map), busiest 2 / 8.
+  // 2 x (9,024,000 + 50,331,648 x 2 / 8) = 2 x (9,024,000 + 12,582,912) = 43,213,824.
+  Parallel ep{2, 1, 3, 1, true};
+  EXPECT_EQ(experts_per_rank(m, ep), 2);
+  EXPECT_EQ(weight_bytes_per_gpu(m, DType::kBf16, ep), 43213824);
+  // TP-split experts instead: 2 x (9,024,000 + 50,331,648 / 6) = 2 x 17,412,608 = 34,825,216.
+  EXPECT_EQ(weight_bytes_per_gpu(m, DType::kBf16, Parallel{2, 1, 3, 1, false}), 34825216);
+}
+
+TEST(WeightsPerGpu, PipelineStagesHoldTheirLayersAndTheEmbeddingEnds) {
+  const ModelSpec m = toy_moe();
+  // PP 3 over 4 layers: [1, 2, 1]. Per layer: rest 4,000,000, experts 12,582,912; one table 1,024,000.
+  //   stage 0: 4,000,000 + 12,582,912 + embedding 1,024,000 = 17,606,912 -> 35,213,824 B
+  //   stage 1: 2 x (4,000,000 + 12,582,912)                 = 33,165,824 -> 66,331,648 B
+  //   stage 2: like stage 0 with the LM head                               -> 35,213,824 B
+  const Parallel pp{1, 1, 1, 3, false};
+  EXPECT_EQ(weight_bytes_per_stage(m, DType::kBf16, pp), (std::vector<int64_t>{35213824, 66331648, 35213824}));
+  EXPECT_EQ(weight_bytes_per_gpu(m, DType::kBf16, pp), 66331648);
+}
+
+TEST(KvPerGpu, PipelineStageStoresOnlyItsLayers) {
+  const ModelSpec m = toy_moe();
+  // 2 KV heads x 128 x 2 (K, V) x 2 B = 1,024 B per layer per token; 4 layers 4,096 B.
+  EXPECT_EQ(pipeline_kv_bytes_per_token(m, DType::kBf16, Parallel{1, 1}), 4096);
+  // PP 3 [1, 2, 1]: the middle stage stores 2 layers, 2,048 B; at TP 2 one KV head a rank, 1,024 B.
+  EXPECT_EQ(pipeline_kv_bytes_per_token(m, DType::kBf16, Parallel{1, 1, 1, 3, false}), 2048);
+  EXPECT_EQ(pipeline_kv_bytes_per_token(m, DType::kBf16, Parallel{2, 1, 1, 3, false}), 1024);
+}
+
+TEST(KvPerGpu, PipelineBlocksAreTheSmallestStagesCount) {
+  const ModelSpec m = toy_moe();
+  // Block 16: one block of one layer is 16 x 1,024 = 16,384 B. Stage available bytes 1 MiB, 1 MiB,
+  // 1 MiB: stage 0 (1 layer) 64 blocks, stage 1 (2 layers) 32, stage 2 (1 layer) 64 -> 32.
+  const Parallel pp{1, 1, 1, 3, false};
+  const int64_t blocks = pipeline_kv_blocks(m, 16, DType::kBf16, {}, pp, {1 << 20, 1 << 20, 1 << 20});
+  EXPECT_EQ(blocks, 32);
+}
+
+TEST(CheckLayout, RejectsMoreStagesThanLayersAndMoreRanksThanExperts) {
+  const ModelSpec m = toy_moe();
+  EXPECT_NO_THROW(check_layout(m, Parallel{1, 1, 1, 4, false}));
+  EXPECT_THROW(check_layout(m, Parallel{1, 1, 1, 5, false}), InputError);
+  EXPECT_NO_THROW(check_layout(m, Parallel{2, 1, 4, 1, true}));           // EP 8 = 8 experts
+  EXPECT_THROW(check_layout(m, Parallel{2, 1, 8, 1, true}), InputError);  // EP 16 > 8 experts
+  EXPECT_NO_THROW(check_layout(m, Parallel{2, 1, 8, 1, false}));          // without EP the experts just split finer
+}
+
+}  // namespace
+}  // namespace kvsim
