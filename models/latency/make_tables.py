@@ -2,16 +2,21 @@
 """Builds models/latency/<gpu>/*.csv from shared/calibration/aiconfigurator (see PROVENANCE.md).
 
 Filters (to keep the committed tables small) and the physical sanity check are stated here and in
-PROVENANCE.md. Run: python3 models/latency/make_tables.py /work/shared/calibration/aiconfigurator
+PROVENANCE.md. Run: python3 models/latency/make_tables.py /work/shared/calibration/aiconfigurator [DUMPS]
+DUMPS (optional): a folder of CSV dumps of aiconfigurator's B300 / GB300 Parquet files, named
+<system>_<table>.csv (see PROVENANCE.md for how they were made); without it b300/ and gb300/ are skipped.
 """
 import csv
 import os
 import sys
 
 SRC = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/calibration/aiconfigurator"
+DUMPS = sys.argv[2] if len(sys.argv) > 2 else None
 OUT = os.path.dirname(os.path.abspath(__file__))
 
 # gpu name in models/hardware -> (aiconfigurator dir, files, bf16 peak FLOP/s, HBM B/s)
+# FP8 peak of the GPUs whose GEMM file has fp8 rows (models/hardware/<gpu>.yaml fp8_flops).
+FP8_PEAK = {"h100-sxm": 1979e12, "b300": 4500e12, "gb300": 5000e12}
 GPUS = {
     "h100-sxm": ("h100_sxm", {"gemm": "vllm_0.19.0/gemm_bf16_fp8.csv",
                               "ctx": "vllm_0.19.0/context_attention_bf16kv.csv",
@@ -27,14 +32,35 @@ GPUS = {
                                "gen": "vllm_0.14.0/generation_attention_bf16kv.csv",
                                "ar": "vllm_0.14.0/custom_allreduce.csv"}, 312e12, 2.039e12),
 }
+# Blackwell Ultra, from the Parquet dumps (ai-dynamo/aiconfigurator@095f58a5, vLLM 0.19.0 collections).
+# Peaks: models/hardware/b300.yaml, gb300.yaml.
+DUMPED = {
+    "b300": ("b300_sxm", {"gemm": "b300_sxm_gemm.csv", "ctx": "b300_sxm_context_attention.csv",
+                          "gen": "b300_sxm_generation_attention.csv", "ar": "b300_sxm_custom_allreduce.csv",
+                          "moe": "b300_sxm_moe.csv"}, 2250e12, 7.75e12),
+    "gb300": ("gb300", {"gemm": "gb300_gemm.csv", "ctx": "gb300_context_attention.csv",
+                        "gen": "gb300_generation_attention.csv", "ar": "gb300_custom_allreduce.csv"},
+              2500e12, 8e12),
+}
+if DUMPS:
+    for gpu, (d, files, peak, bw) in DUMPED.items():
+        GPUS[gpu] = (d, {k: os.path.join(DUMPS, v) for k, v in files.items()}, peak, bw)
+
 GEMM_M = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}
 CTX_BATCH = {1, 2, 8, 32, 128}
 GEN_BATCH = {1, 4, 16, 64, 256, 1024}
 
 
 def rows(path):
+    """Rows of a CSV copy; the Parquet dumps carry every dtype and routing, so BF16-cache and balanced
+    rows are selected here (the shared copies were filtered that way already)."""
     with open(path) as f:
-        yield from csv.DictReader(f)
+        for r in csv.DictReader(f):
+            if r.get("kv_cache_dtype", "bfloat16") != "bfloat16":
+                continue
+            if r.get("distribution", "balanced") != "balanced":
+                continue
+            yield r
 
 
 def physical(flops, nbytes, ms, peak, bw):
@@ -57,6 +83,19 @@ def main():
                 continue
             out.append((m, n, k, r["latency"]))
         write(gpu, "gemm.csv", out)
+        # FP8 GEMM (per-tensor scaled FP8 x FP8, BF16 out), where the file has fp8 rows: same m filter;
+        # physical check against the FP8 peak with 1-byte A and B and a 2-byte C.
+        out = [("m", "n", "k", "latency_ms")]
+        for r in rows(os.path.join(SRC, d, files["gemm"])):
+            if r["gemm_dtype"] != "fp8" or int(r["m"]) not in GEMM_M or gpu not in FP8_PEAK:
+                continue
+            m, n, k, t = int(r["m"]), int(r["n"]), int(r["k"]), float(r["latency"])
+            if not physical(2 * m * n * k, m * k + n * k + 2 * m * n, t, FP8_PEAK[gpu], bw):
+                dropped["gemm_fp8"] = dropped.get("gemm_fp8", 0) + 1
+                continue
+            out.append((m, n, k, r["latency"]))
+        if len(out) > 1:
+            write(gpu, "gemm_fp8.csv", out)
         # Context (prefill) attention: causal, no prefix; FLOPs 4 * heads * hd * isl(isl+1)/2 per sequence.
         out = [("batch", "isl", "num_heads", "num_kv_heads", "head_dim", "window", "latency_ms")]
         for r in rows(os.path.join(SRC, d, files["ctx"])):
@@ -102,6 +141,24 @@ def main():
                 out.append((r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
                             r["moe_tp_size"], r["moe_ep_size"], r["latency"]))
             write(gpu, "moe.csv", out)
+            out = [out[0]]
+            for r in rows(os.path.join(SRC, d, files["moe"])):
+                if r["moe_dtype"] != "fp8":
+                    continue
+                out.append((r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
+                            r["moe_tp_size"], r["moe_ep_size"], r["latency"]))
+            write(gpu, "moe_fp8.csv", out)
+            # Quantised expert kernels where the collection has them (B300): NVFP4 (FlashInfer TRT-LLM
+            # FP4 MoE) and INT4 weight-only (Marlin), balanced routing.
+            for dtype, name in (("nvfp4", "moe_nvfp4.csv"), ("int4_wo", "moe_int4.csv")):
+                out = [out[0]]
+                for r in rows(os.path.join(SRC, d, files["moe"])):
+                    if r["moe_dtype"] != dtype:
+                        continue
+                    out.append((r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
+                                r["moe_tp_size"], r["moe_ep_size"], r["latency"]))
+                if len(out) > 1:
+                    write(gpu, name, out)
         print(gpu, "dropped as unphysical:", dropped)
 
 

@@ -183,8 +183,10 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     LatencyModelSpec lm;
     lm.name = p.engine.latency_model;
     lm.tp = p.engine.tensor_parallel_size;
-    lm.weight_dtype = served_weight_dtype(
-        res.model, resolve_weight_dtype(p.engine.weight_dtype, s.path + ": " + where.engine_key + ".weight_dtype"));
+    const std::optional<DType> forced =
+        resolve_weight_dtype(p.engine.weight_dtype, s.path + ": " + where.engine_key + ".weight_dtype");
+    lm.weight_dtype = served_weight_dtype(res.model, forced);
+    if (!forced) lm.weight_bits = checkpoint_weight_bits(res.model);  // as quantization_config stores them
     lm.kv_dtype =
         resolve_kv_dtype(res.model, p.engine.kv_cache_dtype, s.path + ": " + where.engine_key + ".kv_cache_dtype");
     lm.tables_dir = latency_tables_dir(s.hardware_dir);  // <hardware_dir>/../latency (models/latency)
@@ -192,6 +194,8 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     lm.block_size = cfg.layout.block_size;
     lm.default_block_size = cfg.default_block_size;
     lm.block_cost = p.engine.paged_block_cost;
+    lm.max_num_seqs = cfg.max_num_seqs;
+    lm.max_num_batched_tokens = cfg.max_num_batched_tokens;
     lm.parallel = resolve_parallel_plan(p.engine, gpu, hw, s.path + ": " + where.engine_key);
     latency.push_back(make_latency_model(lm, res.model, gpu, s.path + ": " + where.engine_key + ".latency_model"));
     PoolRun run;

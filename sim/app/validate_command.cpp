@@ -11,6 +11,7 @@
 #include "sim/core/errors.h"
 #include "sim/core/input_file.h"
 #include "sim/metrics/quantiles.h"
+#include "sim/model/dtype.h"
 #include "sim/model/model_spec.h"
 #include "sim/perf/csv_file.h"
 #include "sim/scenario/hardware_catalog.h"
@@ -83,6 +84,8 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
             c_tpot = f.column("tpot_ms");
   const auto c_engine = f.find_column("engine");
   const auto c_dtype = f.find_column("dtype");
+  const auto c_weight_dtype = f.find_column("weight_dtype");
+  const auto c_kv_dtype = f.find_column("kv_dtype");
   const auto c_mnbt = f.find_column("max_num_batched_tokens");
   const auto c_mns = f.find_column("max_num_seqs");
   const auto c_chunk = f.find_column("enable_chunked_prefill");
@@ -123,10 +126,21 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       if (p.engine != "vllm" && p.engine != "sglang" && p.engine != "trtllm")
         throw InputError(f.where(r, *c_engine) + ": unknown engine '" + p.engine + "' (known: sglang, trtllm, vllm)");
     }
-    if (c_dtype && !f.text(r, *c_dtype).empty()) {
+    const bool weight_column = c_weight_dtype && !f.text(r, *c_weight_dtype).empty();
+    if (c_dtype && !f.text(r, *c_dtype).empty() && !weight_column) {  // weight_dtype, when given, rules
       p.dtype = f.text(r, *c_dtype);
       if (p.dtype != "bf16" && p.dtype != "fp16" && p.dtype != "fp8" && p.dtype != "fp4")
         throw InputError(f.where(r, *c_dtype) + ": unknown dtype '" + p.dtype + "' (known: bf16, fp16, fp8, fp4)");
+    }
+    // weight_dtype and kv_dtype: empty = the model's default ("auto": the checkpoint's
+    // quantization_config, else BF16; the engine's default cache dtype). weight_dtype overrides dtype.
+    if (weight_column) {
+      p.dtype = f.text(r, *c_weight_dtype);
+      if (p.dtype != "auto") parse_weight_dtype(p.dtype, f.where(r, *c_weight_dtype));
+    }
+    if (c_kv_dtype && !f.text(r, *c_kv_dtype).empty()) {
+      p.kv_dtype = f.text(r, *c_kv_dtype);
+      if (p.kv_dtype != "auto") parse_dtype(p.kv_dtype, f.where(r, *c_kv_dtype));
     }
     auto present = [&](const std::optional<int>& col) { return col && !f.text(r, *col).empty(); };
     if (present(c_mnbt)) p.max_num_batched_tokens = positive_int(*c_mnbt, INT32_MAX);
@@ -180,6 +194,7 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   y += "  kind: " + p.engine + "\n";
   y += "  tensor_parallel_size: " + std::to_string(p.tp) + "\n";
   y += "  weight_dtype: " + p.dtype + "\n";
+  y += "  kv_cache_dtype: " + p.kv_dtype + "\n";
   y += "  latency_model: " + latency_model + "\n";
   y += "  enable_prefix_caching: false\n";
   y += parallel_engine_yaml(p.parallel);

@@ -19,7 +19,10 @@ struct ValidationPoint {
   std::string model;  // config.json path
   std::string gpu;
   std::string engine = "vllm";
-  std::string dtype = "bf16";  // weight dtype
+  // Weight dtype: the `weight_dtype` column (bf16, fp8, int4, mxfp4, nvfp4, ... or auto), else the
+  // `dtype` column (bf16, fp16, fp8, fp4), else "auto" (the checkpoint's quantization_config, else BF16).
+  std::string dtype = "auto";
+  std::string kv_dtype = "auto";  // the `kv_dtype` column (bf16, fp8, ...); empty or auto: engine default
   int tp = 1;
   int64_t isl = 0, osl = 0;
   int concurrency = 0;
@@ -61,8 +64,8 @@ struct PointMeans {
 PointMeans measured_means(const RunCollector& c, int64_t first_id);
 
 // Reads and checks the points: columns model, gpu, tp, isl, osl, concurrency, ttft_ms, tpot_ms
-// (optional engine, dtype, max_num_batched_tokens, max_num_seqs, enable_chunked_prefill, and the
-// disaggregated columns of validate_disagg.h; others ignored). Errors name file, line and column.
+// (optional engine, dtype, weight_dtype, kv_dtype, max_num_batched_tokens, max_num_seqs, enable_chunked_prefill, and
+// the disaggregated columns of validate_disagg.h; others ignored). Errors name file, line and column.
 std::vector<ValidationPoint> read_validation_points(const std::string& path, const std::string& hardware_dir);
 
 // The closed-loop scenario of one point: (warmup + requests) x concurrency requests of isl unique

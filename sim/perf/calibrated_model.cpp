@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "sim/core/errors.h"
+#include "sim/perf/cuda_graph.h"
 
 namespace kvsim {
 namespace {
@@ -49,8 +50,9 @@ std::vector<double> monotone(std::vector<double> v) {
 CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec& g, int tp, DType weight_dtype,
                                                DType kv_dtype, const LatencyTables& tables,
                                                const EngineOverhead& overhead, PagedBlockTerm block_term,
-                                               const ParallelPlan& parallel)
-    : gpu_(g), tp_(tp), block_term_(block_term), dp_(parallel.dp) {
+                                               const ParallelPlan& parallel, std::vector<int64_t> cudagraph_sizes,
+                                               double weight_bits)
+    : gpu_(g), tp_(tp), block_term_(block_term), cudagraph_sizes_(std::move(cudagraph_sizes)), dp_(parallel.dp) {
   const std::string who = "calibrated latency model (" + m.name + " on " + g.name + "): ";
   if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
   if (m.hidden_size <= 0 || m.layers.empty()) throw InputError(who + "model has no hidden size or layers");
@@ -59,10 +61,15 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
 
   cal_ = calibrate_gpu(tables, g);
   bf16_peak_ = {g.bf16_flops, g.hbm_bandwidth, 2.0};
-  const double wb = dtype_bytes(weight_dtype);
+  // Stored bytes per weight, scales included (dtype.h weight_bits_per_element): what a step reads.
+  const double wb = (weight_bits > 0 ? weight_bits : weight_bits_per_element(weight_dtype)) / 8.0;
   const double kvb = dtype_bytes(kv_dtype);
+  kv_scale_ = kvb / 2.0;
   weight_peak_ = {weight_flops(g, weight_dtype), g.hbm_bandwidth, wb};
   if (tables.has_gemm()) gemm_ = GemmTable(tables.gemm, bf16_peak_);
+  const bool fp8_weights = (weight_dtype == DType::kFp8 || weight_dtype == DType::kFp8DsMla) && g.fp8_flops > 0;
+  if (fp8_weights && !tables.gemm_fp8.empty())
+    gemm_fp8_ = GemmTable(tables.gemm_fp8, {g.fp8_flops, g.hbm_bandwidth, 1.0});
 
   const double h = static_cast<double>(m.hidden_size);
   hidden_ = h;
@@ -169,6 +176,24 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
                       (static_cast<double>((num_experts_ + ep - 1) / ep) / num_experts_);
     else if (parallel.dp > 1)
       expert_bytes_ = 3.0 * h * static_cast<double>(m.moe_intermediate_size) / (tp_ * parallel.dp) * wb;
+    // The measured fused-MoE table of the experts' dtype (FP8 rows for FP8 experts, else BF16 rows with
+    // the query's own SOL), at balanced routing's tokens per expert (moe_table.h). NVFP4 and INT4 tables
+    // store 4.5 and 4.125 bits per weight (E4M3 scale per 16; a BF16 scale per group of 128, the GPTQ /
+    // Marlin default); the query then scales by its own format's bytes. Only for plain TP: the tables'
+    // moe_ep = 1 rows do not describe expert or data parallel shards, which keep the fitted form.
+    if (ep == 1 && parallel.dp == 1) {
+      if (fp8_weights && !tables.moe_fp8.empty()) {
+        moe_table_ = MoeTable(tables.moe_fp8, {g.fp8_flops, g.hbm_bandwidth, 1.0});
+      } else if (is_fp4(weight_dtype) && g.fp4_flops > 0 && !tables.moe_nvfp4.empty()) {
+        moe_table_ =
+            MoeTable(tables.moe_nvfp4, {g.fp4_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kNvfp4) / 8});
+      } else if (weight_dtype == DType::kInt4 && !tables.moe_int4.empty()) {
+        moe_table_ =
+            MoeTable(tables.moe_int4, {g.bf16_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kInt4) / 8});
+      } else if (!tables.moe.empty()) {
+        moe_table_ = MoeTable(tables.moe, bf16_peak_);
+      }
+    }
     if (cal_.moe) {
       moe_fit_ = *cal_.moe;
     } else {
@@ -197,7 +222,7 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   std::vector<double> lin, head, ar;
   for (double x : grid) {
     lin.push_back(linear_at(x));
-    head.push_back(gemm_seconds(x, vocab_ / tp_, h));
+    head.push_back(bf16_gemm_seconds(x, vocab_ / tp_, h));  // the LM head stays in 16 bits
     ar.push_back(tp > 1 ? 2.0 * layers_ * allreduce_at(x) : 0.0);
   }
   linear_curve_ = Curve1D(grid, monotone(lin));
@@ -205,9 +230,17 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   allreduce_curve_ = Curve1D(grid, monotone(ar));
 }
 
+double CalibratedLatencyModel::bf16_gemm_seconds(double m, double n, double k) const {
+  if (m <= 0 || n <= 0 || k <= 0) return 0.0;
+  if (!gemm_.empty()) return gemm_.seconds(m, n, k);
+  return cal_.gemm.floor_s + std::max(2 * m * n * k / (cal_.gemm.eta_compute * gpu_.bf16_flops),
+                                      2 * (n * k + m * k + m * n) / (cal_.gemm.eta_memory * gpu_.hbm_bandwidth));
+}
+
 double CalibratedLatencyModel::gemm_seconds(double m, double n, double k) const {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
   const double wb = weight_peak_.operand_bytes;
+  if (!gemm_fp8_.empty()) return gemm_fp8_.seconds(m, n, k);  // measured FP8 x FP8 rows
   if (!gemm_.empty()) {
     const double t = gemm_.seconds(m, n, k);
     if (weight_peak_.flops == bf16_peak_.flops && wb == 2.0) return t;
@@ -255,22 +288,33 @@ double CalibratedLatencyModel::attention_prefill(const AttentionGroup& g, const 
 double CalibratedLatencyModel::attention_decode(const AttentionGroup& g, const BatchShape& b) const {
   const double ctx = static_cast<double>(g.window > 0 ? b.decode_context_tokens_windowed : b.decode_context_tokens);
   const double reqs = b.num_decode_requests;
+  // The fits come from BF16-cache tables; the per-context-token term is the KV read, which an FP8
+  // cache halves (kv_scale_ = kv bytes / 2).
   if (g.decode)
-    return g.layers * (g.decode->per_call_s + g.decode->per_request_s * reqs + g.decode->per_context_token_s * ctx);
+    return g.layers *
+           (g.decode->per_call_s + g.decode->per_request_s * reqs + kv_scale_ * g.decode->per_context_token_s * ctx);
   return g.layers * (cal_.gemm.floor_s + ctx * g.kv_bytes_per_token / (cal_.attention_decode_eta * gpu_.hbm_bandwidth));
 }
 
 CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const {
   CalibratedBreakdown r;
   if (b.num_tokens <= 0) return r;
-  const double n = static_cast<double>(b.num_tokens);
+  // vLLM runs the token-level kernels at the CUDA-graph size the step is padded to (cuda_graph.h);
+  // the LM head sees only the sampled rows, outside the graph.
+  r.padded_tokens = cudagraph_padded_tokens(cudagraph_sizes_, b.num_tokens);
+  const double n = static_cast<double>(r.padded_tokens);
   r.linear_s = linear_curve_(n);
   r.lm_head_s = lm_head_curve_(static_cast<double>(b.num_decode_requests + b.num_prefill_requests));
   if (moe_layers_ > 0) {
-    // The experts see the tokens of every DP rank (each assumed as large as this one).
-    const double bytes = experts_touched(n * dp_, topk_, num_experts_) * expert_bytes_ + 4.0 * n * hidden_;
-    const double flops = 6.0 * n * topk_ * hidden_ * moe_inter_;
-    r.moe_s = moe_layers_ * (moe_fit_.per_call_s + moe_fit_.per_byte_s * bytes + moe_fit_.per_flop_s * flops);
+    if (!moe_table_.empty()) {
+      const MoeShape q{hidden_, moe_inter_, topk_, num_experts_};
+      r.moe_s = moe_layers_ * moe_table_.seconds(n, q, weight_peak_);
+    } else {
+      // The experts see the tokens of every DP rank (each assumed as large as this one).
+      const double bytes = experts_touched(n * dp_, topk_, num_experts_) * expert_bytes_ + 4.0 * n * hidden_;
+      const double flops = 6.0 * n * topk_ * hidden_ * moe_inter_;
+      r.moe_s = moe_layers_ * (moe_fit_.per_call_s + moe_fit_.per_byte_s * bytes + moe_fit_.per_flop_s * flops);
+    }
   }
   if (b.num_prefill_tokens > 0) {
     for (const auto& g : attention_) r.prefill_attention_s += attention_prefill(g, b);
@@ -301,7 +345,7 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
                 (state_bytes_per_request_ * static_cast<double>(b.state_requests) +
                  2.0 * static_cast<double>(b.state_copy_bytes)) /
                     (cal_.gemm.eta_memory * gpu_.hbm_bandwidth) +
-                n * state_flops_per_token_ / (cal_.gemm.eta_compute * gpu_.bf16_flops);
+                static_cast<double>(b.num_tokens) * state_flops_per_token_ / (cal_.gemm.eta_compute * gpu_.bf16_flops);
   }
   r.allreduce_s = allreduce_curve_(n);
   r.overhead_s = overhead_c0_ + overhead_c1_ * (b.num_decode_requests + b.num_prefill_requests);

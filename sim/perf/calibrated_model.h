@@ -11,12 +11,15 @@
 //         is their share of the remaining active parameters), dense MLP (gate+up, down) or the MoE
 //         router and shared expert, four memory-bound element-wise kernels (norms, rope + cache
 //         write, activation; bytes / (eta_m * BW) + floor each); plus the embedding gather.
-//         GEMMs come from GemmTable (exact at measured points, utilisation held beyond the grid);
-//         FP8/FP4 weights scale the BF16 time by SOL(dtype) / SOL(bf16).
-//   H(S)  LM head GEMM over S = sampled tokens (decode requests + prefill requests).
-//   MoE   fused expert kernel per MoE layer: per_call + per_byte * (touched experts' weights +
-//         activations) + per_flop * 6 N k h I / TP, coefficients fitted on the GPU's MoE table, or the
-//         fitted roofline when the GPU has none (uniform routing, no expert parallelism).
+//         GEMMs come from GemmTable (exact at measured points, utilisation held beyond the grid):
+//         FP8 weights use the GPU's measured FP8 GEMM rows where it has them (gemm_fp8.csv), other
+//         formats scale the BF16 time by SOL(dtype) / SOL(bf16), with the format's stored bytes per
+//         weight, scales included (INT4 4.125, MXFP4 4.25, NVFP4 4.5 bits).
+//   H(S)  LM head GEMM over S = sampled tokens (decode requests + prefill requests), in BF16.
+//   MoE   fused expert kernel per MoE layer from the GPU's MoE table (moe_table.h: measured
+//         utilisation at balanced routing's N k / E tokens per expert, FP8 rows for FP8 experts), else
+//         per_call + per_byte * (touched experts' weights + activations) + per_flop * 6 N k h I / TP
+//         on the fitted roofline (uniform routing, no expert parallelism).
 //   A     per attention layer: GQA/sliding from fits of the attention tables for the layer's per-GPU
 //         shape (prefill a + b * pairs + c * tokens; decode a + b * batch + c * sum context);
 //         MLA layers by roofline with the tables' achieved attention efficiencies.
@@ -28,6 +31,9 @@
 //   DP/EP the experts see DP x N tokens and hold 1/(DP x TP) of each expert (ceil(E/EP) whole experts
 //         with EP); ParallelTerms adds the MoE all-gather / all-to-all. PP: pipeline_model.h.
 //   R     requests in the step (c0, c1 per engine).
+//   N     vLLM pads the step's tokens to its next CUDA-graph capture size (cuda_graph.h) for L, MoE
+//         and AR; H and attention see the real batch. Decode attention's KV term scales with the KV
+//         dtype (the tables are BF16-cache).
 // Every batch-independent term is built in the constructor; step_time() is a handful of lookups.
 #include <optional>
 #include <string>
@@ -40,6 +46,7 @@
 #include "sim/perf/gemm_table.h"
 #include "sim/perf/i_latency_model.h"
 #include "sim/perf/latency_tables.h"
+#include "sim/perf/moe_table.h"
 #include "sim/perf/paged_block_term.h"
 #include "sim/perf/parallel_terms.h"
 
@@ -54,8 +61,9 @@ struct CalibratedBreakdown {
   double state_s = 0;
   double allreduce_s = 0;
   double overhead_s = 0;
-  double block_s = 0;     // PagedBlockTerm: the block size against the tables' 64 (0 there)
-  double parallel_s = 0;  // ParallelTerms: MoE all-gather / all-to-all of DP (0 without DP)
+  double block_s = 0;         // PagedBlockTerm: the block size against the tables' 64 (0 there)
+  double parallel_s = 0;      // ParallelTerms: MoE all-gather / all-to-all of DP (0 without DP)
+  int64_t padded_tokens = 0;  // num_tokens after CUDA-graph padding (= num_tokens when not padded)
   Duration total;
 };
 
@@ -64,7 +72,8 @@ class CalibratedLatencyModel final : public ILatencyModel {
   // Throws InputError when the spec or GPU lacks what the model needs.
   CalibratedLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
                          const LatencyTables& tables, const EngineOverhead& overhead, PagedBlockTerm block_term = {},
-                         const ParallelPlan& parallel = {});
+                         const ParallelPlan& parallel = {}, std::vector<int64_t> cudagraph_sizes = {},
+                         double weight_bits = 0);
 
   Duration step_time(const BatchShape& batch) const override;
   std::string name() const override { return "calibrated"; }
@@ -72,8 +81,13 @@ class CalibratedLatencyModel final : public ILatencyModel {
 
   const GpuCalibration& calibration() const { return cal_; }
   bool uses_tables() const { return !gemm_.empty(); }
-  // One GEMM C[m x n] = A[m x k] B[k x n] with the model's weight dtype, seconds (table or roofline).
+  // One GEMM C[m x n] = A[m x k] B[k x n] with the model's weight dtype, seconds: the FP8 table for
+  // FP8 weights where the GPU has one, else the BF16 table scaled by SOL(dtype) / SOL(bf16), else the
+  // fitted roofline. Weight bytes include the format's scales (weight_bits_per_element).
   double gemm_seconds(double m, double n, double k) const;
+  double bf16_gemm_seconds(double m, double n, double k) const;
+  bool uses_fp8_gemm_table() const { return !gemm_fp8_.empty(); }
+  bool uses_moe_table() const { return !moe_table_.empty(); }
   // The compute and memory limits of the hardware file for this dtype (for tests).
   PeakRates peak_rates() const { return weight_peak_; }
 
@@ -96,6 +110,10 @@ class CalibratedLatencyModel final : public ILatencyModel {
   PagedBlockTerm block_term_;
   GpuCalibration cal_;
   GemmTable gemm_;
+  GemmTable gemm_fp8_;                    // FP8 weights on a GPU with measured FP8 GEMM rows
+  MoeTable moe_table_;                    // measured fused-MoE table (empty: fitted roofline)
+  std::vector<int64_t> cudagraph_sizes_;  // vLLM capture sizes (empty: no padding)
+  double kv_scale_ = 1;                   // KV bytes per element / 2 (BF16-cache decode fits)
   PeakRates bf16_peak_, weight_peak_;
   double hidden_ = 0;
   double memory_op_bytes_per_token_ = 0;  // element-wise kernels, per step, per token

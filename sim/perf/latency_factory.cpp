@@ -6,12 +6,20 @@
 #include "sim/core/errors.h"
 #include "sim/model/parallel_layout.h"
 #include "sim/perf/calibrated_model.h"
+#include "sim/perf/cuda_graph.h"
 #include "sim/perf/latency_tables.h"
 #include "sim/perf/pipeline_model.h"
 #include "sim/perf/roofline_model.h"
 
 namespace kvsim {
 namespace {
+
+// vLLM pads each step to its captured CUDA-graph sizes (cuda_graph.h); SGLang and TensorRT-LLM capture
+// other sizes (not modelled: no padding).
+std::vector<int64_t> capture_sizes(const LatencyModelSpec& spec) {
+  if (spec.engine_kind != "vllm") return {};
+  return vllm_cudagraph_capture_sizes(spec.max_num_seqs, spec.max_num_batched_tokens);
+}
 
 // One model per pipeline stage, without the per-step overhead (the pipeline adds it once per step).
 std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const ModelSpec& model, const GpuSpec& gpu,
@@ -41,14 +49,15 @@ std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const
     if (tables) {
       const PagedBlockTerm block =
           term ? PagedBlockTerm(sm, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
-      st.model = std::make_unique<CalibratedLatencyModel>(sm, stage_gpu, spec.tp, spec.weight_dtype, spec.kv_dtype,
-                                                          *tables, no_overhead, block, plan);
+      st.model =
+          std::make_unique<CalibratedLatencyModel>(sm, stage_gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, *tables,
+                                                   no_overhead, block, plan, capture_sizes(spec), spec.weight_bits);
     } else {
       const PagedBlockTerm block = term && spec.default_block_size > 0
                                        ? PagedBlockTerm(sm, spec.tp, spec.block_size, spec.default_block_size)
                                        : PagedBlockTerm();
-      st.model =
-          std::make_unique<RooflineLatencyModel>(sm, stage_gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, block, plan);
+      st.model = std::make_unique<RooflineLatencyModel>(sm, stage_gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, block,
+                                                        plan, spec.weight_bits);
     }
     stages.push_back(std::move(st));
     if (i + 1 < ranges.size()) {
@@ -63,6 +72,12 @@ std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const
 
 }  // namespace
 
+double checkpoint_weight_bits(const ModelSpec& m) {
+  if (!m.quant.quantized() || !m.quant.understood || m.quantized_params <= 0) return 0.0;
+  const double kept = static_cast<double>(m.params + m.vision_params - m.quantized_params);
+  return (static_cast<double>(m.checkpoint_weight_bytes) - 2.0 * kept) * 8.0 / static_cast<double>(m.quantized_params);
+}
+
 std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, const ModelSpec& model,
                                                   const GpuSpec& gpu, const std::string& key) {
   const bool term = spec.block_cost && spec.block_size > 0;
@@ -75,13 +90,15 @@ std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, 
     const PagedBlockTerm block = term && spec.default_block_size > 0
                                      ? PagedBlockTerm(model, spec.tp, spec.block_size, spec.default_block_size)
                                      : PagedBlockTerm();
-    return std::make_unique<RooflineLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, block, plan);
+    return std::make_unique<RooflineLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, block, plan,
+                                                  spec.weight_bits);
   }
   const LatencyTables tables = load_latency_tables(spec.tables_dir, gpu.name);
   const PagedBlockTerm block =
       term ? PagedBlockTerm(model, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
   return std::make_unique<CalibratedLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, tables,
-                                                  engine_overhead(spec.tables_dir, spec.engine_kind), block, plan);
+                                                  engine_overhead(spec.tables_dir, spec.engine_kind), block, plan,
+                                                  capture_sizes(spec), spec.weight_bits);
 }
 
 }  // namespace kvsim

@@ -25,10 +25,25 @@ struct LatencyModelSpec {
   // calibrated model always uses kCalibrationTablesBlockSize.
   int default_block_size = 0;
   bool block_cost = true;
+  // CUDA-graph padding (cuda_graph.h), calibrated model, engine_kind "vllm" only: the scheduler limits
+  // the capture sizes derive from. 0 = no padding.
+  int max_num_seqs = 0;
+  int max_num_batched_tokens = 0;
+  // Bits per quantised weight, scales included, when the weights are served as the checkpoint stores
+  // them (checkpoint_weight_bits); 0 = the dtype's default (weight_bits_per_element).
+  double weight_bits = 0;
   // DP / EP / PP and the links between GPUs (parallel_terms.h); parallel.tp is set from `tp`. PP > 1
   // builds a PipelineLatencyModel over one model per stage (pipeline_model.h).
   ParallelPlan parallel;
 };
+
+// Bits per quantised weight of the checkpoint, scales and zero points included, from what sizing read
+// out of config.json's quantization_config (ModelSpec::checkpoint_weight_bytes, quantized_params):
+// (checkpoint bytes - 2 x unquantised parameters) x 8 / quantised parameters. 0 when nothing is
+// quantised. E.g. gpt-oss MXFP4 (E8M0 scale per 32) 4.25; DeepSeek-V3 FP8 with 128 x 128 FP32 block
+// scales 8 + 32 / 16384. The step models apply it to every linear weight (the unquantised attention of
+// such checkpoints is not told apart).
+double checkpoint_weight_bits(const ModelSpec& model);
 
 // The block size aiconfigurator's vLLM attention collector ran at (collector/vllm/collect_attn.py:
 // block_size = 64), i.e. the block size the calibrated attention tables describe.

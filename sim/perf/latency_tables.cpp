@@ -50,6 +50,37 @@ std::vector<AttentionPoint> read_attention(const std::string& path, const char* 
   return out;
 }
 
+std::vector<GemmPoint> read_gemm(const std::string& path) {
+  std::vector<GemmPoint> out;
+  if (!fs::exists(path)) return out;
+  const CsvFile f = read_csv_file(path);
+  const int m = f.column("m"), n = f.column("n"), k = f.column("k"), lat = f.column("latency_ms");
+  for (size_t r = 0; r < f.rows.size(); ++r)
+    out.push_back({positive(f, r, m), positive(f, r, n), positive(f, r, k), positive(f, r, lat) * 1e-3});
+  return out;
+}
+
+std::vector<MoePoint> read_moe(const std::string& path) {
+  std::vector<MoePoint> out;
+  if (!fs::exists(path)) return out;
+  const CsvFile f = read_csv_file(path);
+  const int nt = f.column("num_tokens"), h = f.column("hidden"), i = f.column("inter"), k = f.column("topk"),
+            e = f.column("num_experts"), tp = f.column("moe_tp"), ep = f.column("moe_ep"), lat = f.column("latency_ms");
+  for (size_t r = 0; r < f.rows.size(); ++r) {
+    MoePoint p;
+    p.num_tokens = positive(f, r, nt);
+    p.hidden = positive(f, r, h);
+    p.inter = positive(f, r, i);
+    p.topk = whole(f, r, k, 1);
+    p.num_experts = whole(f, r, e, 1);
+    p.moe_tp = whole(f, r, tp, 1);
+    p.moe_ep = whole(f, r, ep, 1);
+    p.seconds = positive(f, r, lat) * 1e-3;
+    out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace
 
 LatencyTables load_latency_tables(const std::string& root, const std::string& gpu) {
@@ -58,12 +89,8 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
   const fs::path dir = fs::path(root) / gpu;
   if (!fs::is_directory(dir)) return t;
   t.dir = dir.string();
-  if (const std::string p = (dir / "gemm.csv").string(); fs::exists(p)) {
-    const CsvFile f = read_csv_file(p);
-    const int m = f.column("m"), n = f.column("n"), k = f.column("k"), lat = f.column("latency_ms");
-    for (size_t r = 0; r < f.rows.size(); ++r)
-      t.gemm.push_back({positive(f, r, m), positive(f, r, n), positive(f, r, k), positive(f, r, lat) * 1e-3});
-  }
+  t.gemm = read_gemm((dir / "gemm.csv").string());
+  t.gemm_fp8 = read_gemm((dir / "gemm_fp8.csv").string());
   t.context_attention = read_attention((dir / "context_attention.csv").string(), "isl");
   t.generation_attention = read_attention((dir / "generation_attention.csv").string(), "context");
   if (const std::string p = (dir / "allreduce.csv").string(); fs::exists(p)) {
@@ -72,24 +99,10 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
     for (size_t r = 0; r < f.rows.size(); ++r)
       t.allreduce.push_back({whole(f, r, g, 1), positive(f, r, b), positive(f, r, lat) * 1e-3});
   }
-  if (const std::string p = (dir / "moe.csv").string(); fs::exists(p)) {
-    const CsvFile f = read_csv_file(p);
-    const int nt = f.column("num_tokens"), h = f.column("hidden"), i = f.column("inter"), k = f.column("topk"),
-              e = f.column("num_experts"), tp = f.column("moe_tp"), ep = f.column("moe_ep"),
-              lat = f.column("latency_ms");
-    for (size_t r = 0; r < f.rows.size(); ++r) {
-      MoePoint p2;
-      p2.num_tokens = positive(f, r, nt);
-      p2.hidden = positive(f, r, h);
-      p2.inter = positive(f, r, i);
-      p2.topk = whole(f, r, k, 1);
-      p2.num_experts = whole(f, r, e, 1);
-      p2.moe_tp = whole(f, r, tp, 1);
-      p2.moe_ep = whole(f, r, ep, 1);
-      p2.seconds = positive(f, r, lat) * 1e-3;
-      t.moe.push_back(p2);
-    }
-  }
+  t.moe = read_moe((dir / "moe.csv").string());
+  t.moe_fp8 = read_moe((dir / "moe_fp8.csv").string());
+  t.moe_nvfp4 = read_moe((dir / "moe_nvfp4.csv").string());
+  t.moe_int4 = read_moe((dir / "moe_int4.csv").string());
   return t;
 }
 

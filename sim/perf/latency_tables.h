@@ -34,16 +34,20 @@ struct MoePoint {  // fused MoE kernel of one layer's local shard, balanced rout
 
 struct LatencyTables {
   std::string gpu;
-  std::string dir;  // the folder read, "" when none
-  std::vector<GemmPoint> gemm;
+  std::string dir;                  // the folder read, "" when none
+  std::vector<GemmPoint> gemm;      // BF16 x BF16
+  std::vector<GemmPoint> gemm_fp8;  // FP8 x FP8 (per-tensor scaled), gemm_fp8.csv; empty when not measured
   std::vector<AttentionPoint> context_attention;
   std::vector<AttentionPoint> generation_attention;
   std::vector<AllReducePoint> allreduce;
-  std::vector<MoePoint> moe;
+  std::vector<MoePoint> moe;        // BF16 experts
+  std::vector<MoePoint> moe_fp8;    // FP8 experts, moe_fp8.csv; empty when not measured
+  std::vector<MoePoint> moe_nvfp4;  // NVFP4 experts (FP4 tensor cores), moe_nvfp4.csv
+  std::vector<MoePoint> moe_int4;   // INT4 weight-only experts (W4A16, Marlin), moe_int4.csv
   bool has_gemm() const { return !gemm.empty(); }
 };
 
-// Reads <root>/<gpu>/{gemm,context_attention,generation_attention,allreduce,moe}.csv. A missing folder
+// Reads <root>/<gpu>/{gemm,gemm_fp8,context_attention,generation_attention,allreduce,moe,moe_fp8}.csv. A missing folder
 // or file leaves that table empty (the model then falls back to the roofline); a malformed file is an
 // InputError naming file, line and column.
 LatencyTables load_latency_tables(const std::string& root, const std::string& gpu);

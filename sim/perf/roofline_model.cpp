@@ -40,7 +40,8 @@ double weight_peak(const GpuSpec& g, DType w) {
 }  // namespace
 
 RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g, int tp, DType weight_dtype,
-                                           DType kv_dtype, PagedBlockTerm block_term, const ParallelPlan& parallel)
+                                           DType kv_dtype, PagedBlockTerm block_term, const ParallelPlan& parallel,
+                                           double weight_bits)
     : tp_(tp), step_overhead_(g.step_overhead), block_term_(block_term), dp_(parallel.dp) {
   const std::string who = "roofline latency model (" + m.name + " on " + g.name + "): ";
   if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
@@ -55,7 +56,10 @@ RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g,
   const double vh = static_cast<double>(m.vocab_size) * h;
   const double untied_embedding = m.tie_word_embeddings ? 0.0 : vh;
   const double active = static_cast<double>(m.active_params > 0 ? m.active_params : m.params);
-  const double wb = dtype_bytes(weight_dtype);
+  // Stored bytes per weight, scales included (dtype.h weight_bits_per_element): INT4 4.125 bits,
+  // MXFP4 4.25, NVFP4 4.5, FP8 8, BF16 16. Embeddings and the LM head stay in 16 bits (vLLM:
+  // quantization/fp8.py get_quant_method quantises LinearBase and FusedMoE; ParallelLMHead is an embedding).
+  const double wb = (weight_bits > 0 ? weight_bits : weight_bits_per_element(weight_dtype)) / 8.0;
   const double kvb = dtype_bytes(kv_dtype);
   const double state_b = m.ssm_state_dtype_hint == "float32" ? 4.0 : 2.0;
   constexpr double kConvBytes = 2.0;
@@ -119,11 +123,11 @@ RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g,
     experts_per_token_ = std::clamp(m.experts_per_token, 1, m.num_experts);
     const double expert_params = 3.0 * h * static_cast<double>(m.moe_intermediate_size);
     const double non_expert = params - untied_embedding - moe_layers_ * m.num_experts * expert_params;
-    if (expert_params <= 0 || non_expert < 0) {
+    if (expert_params <= 0 || non_expert < vh) {
       throw InputError(who + "MoE expert weights (" + std::to_string(moe_layers_) + " layers x " +
                        std::to_string(m.num_experts) + " experts x 3 x hidden x moe_intermediate_size) exceed params");
     }
-    weight_bytes_fixed_ = non_expert * wb / tp_;
+    weight_bytes_fixed_ = ((non_expert - vh) * wb + vh * 2.0) / tp_;
     // MoE layers shard over all DP x TP GPUs (fused_moe/config.py FusedMoEParallelConfig.make): 1/(DP x TP)
     // of every expert, or with EP ceil(E / EP) whole experts, i.e. that share of every expert's bytes.
     const int ep = parallel.expert_parallel ? parallel.dp * tp : 1;
@@ -134,7 +138,9 @@ RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g,
       expert_bytes_per_layer_ = expert_params * wb / (tp_ * parallel.dp);
   } else {
     moe_layers_ = 0;
-    weight_bytes_fixed_ = (params - untied_embedding) * wb / tp_;
+    // Every weight read once, except the embedding table (only looked up): the LM head (the tied
+    // table, or its own matrix) in 16 bits, the rest in the weight format.
+    weight_bytes_fixed_ = ((params - untied_embedding - vh) * wb + vh * 2.0) / tp_;
   }
 
   compute_rate_w_ = g.compute_efficiency * weight_peak(g, weight_dtype);

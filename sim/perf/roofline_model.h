@@ -16,8 +16,11 @@
 //     F_state = N * sum_state_layers (6 * ssm_elems + 2 * conv_dim * (conv_rows + 1)) / TP
 //     peak_w  = FP8 peak for FP8 weights, FP4 peak for FP4 weights (when the GPU has one), else BF16
 //   t_memory  = (B_w + B_kv + B_state) / (eta_m * HBM bandwidth)
-//     B_w     dense: (params - untied embedding table) * w_bytes / TP
-//             MoE:   non-expert weights + n_moe_layers * E * (1 - (1 - k/E)^N) * expert_bytes, / TP
+//     B_w     dense: [(params - untied embedding table - V h) * w_bytes + V h * 2] / TP (the LM head
+//                    stays in 16 bits); w_bytes = weight_bits_per_element / 8, scales included:
+//                    bf16 2, fp8 1, int4 (group 128, bf16 scale) 0.515625, mxfp4 (E8M0 per 32)
+//                    0.53125, nvfp4 (E4M3 per 16) 0.5625
+//             MoE:   non-expert weights (same rule) + n_moe_layers * E * (1 - (1 - k/E)^N) * expert_bytes, / TP
 //                    (expected distinct experts touched by N tokens under uniform routing)
 //     B_kv    = kv_read_full * (decode_context + prefill_context)
 //               + kv_read_sliding * (decode_context_windowed + prefill_context_windowed)
@@ -79,9 +82,10 @@ class RooflineLatencyModel final : public ILatencyModel {
  public:
   // Throws InputError when the spec or GPU lacks what the model needs (params, peaks, a link for TP).
   // `parallel` (parallel_terms.h): DP / EP expert shards and MoE communication, TP across nodes; its
-  // default leaves the model as it was. plan.tp is ignored (`tp` rules).
+  // default leaves the model as it was. plan.tp is ignored (`tp` rules). weight_bits > 0 replaces the
+  // dtype's bits per weight (the checkpoint's own scales; see checkpoint_weight_bits in latency_factory.h).
   RooflineLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
-                       PagedBlockTerm block_term = {}, const ParallelPlan& parallel = {});
+                       PagedBlockTerm block_term = {}, const ParallelPlan& parallel = {}, double weight_bits = 0);
 
   Duration step_time(const BatchShape& batch) const override;
   std::string name() const override { return "roofline"; }

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "sim/core/errors.h"
+#include "sim/scenario/hardware_catalog.h"
 
 namespace kvsim {
 namespace {
@@ -80,6 +82,31 @@ TEST_F(OneTable, AttentionWindowMayBeZeroButHeadsMayNot) {
   EXPECT_EQ(load_error(), "");
   write("context_attention.csv", header + "1,4096,32,0,128,0,0.5\n");
   EXPECT_EQ(load_error(), where("context_attention.csv", 2, "num_kv_heads") + ": must be a whole number >= 1 (got 0)");
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// PROVENANCE.md's physical check on every committed table: no GEMM row beats its dtype's peak of the
+// GPU file (BF16 rows: 2mnk / t <= bf16_flops; FP8 rows: <= fp8_flops), and the Blackwell Ultra
+// folders hold what make_tables.py wrote for them.
+TEST(CommittedTables, EveryGemmRowIsPhysical) {
+  const std::string root = std::string(KVSIM_SOURCE_DIR) + "/models/latency";
+  const HardwareCatalog hw = load_hardware_catalog(std::string(KVSIM_SOURCE_DIR) + "/models/hardware");
+  const std::vector<std::string> gpus = gpus_with_tables(root);
+  for (const char* g : {"b300", "gb300", "h100-sxm"})
+    EXPECT_NE(std::find(gpus.begin(), gpus.end(), g), gpus.end()) << g;
+  for (const std::string& name : gpus) {
+    const GpuSpec& gpu = hw.gpu(name);
+    const LatencyTables t = load_latency_tables(root, name);
+    for (const auto& p : t.gemm) ASSERT_LE(2 * p.m * p.n * p.k / p.seconds, gpu.bf16_flops) << name;
+    for (const auto& p : t.gemm_fp8) ASSERT_LE(2 * p.m * p.n * p.k / p.seconds, gpu.fp8_flops) << name;
+  }
+  EXPECT_FALSE(load_latency_tables(root, "b300").moe_fp8.empty());
+  EXPECT_FALSE(load_latency_tables(root, "gb300").gemm_fp8.empty());
 }
 
 }  // namespace

@@ -199,10 +199,14 @@ TEST(RooflineModel, DenseDecodeAtBatchOneIsWeightStreaming) {
   EXPECT_GT(r.memory_s, 10 * r.compute_s);
 }
 
+// FP8 halves the layers' weights; the LM head (128,256 x 4096 = 525,336,576) stays BF16, as vLLM keeps
+// lm_head unquantised: layers 6,979,321,856 x 2 + LM head 1,050,673,152 = 15,009,316,864 bytes (BF16)
+// against 6,979,321,856 + 1,050,673,152 = 8,029,995,008 (FP8).
 TEST(RooflineModel, Fp8WeightsHalveWeightStreaming) {
   const RooflineLatencyModel bf16(llama8b(), h100(), 1, DType::kBf16, DType::kBf16);
   const RooflineLatencyModel fp8(llama8b(), h100(), 1, DType::kFp8, DType::kBf16);
-  EXPECT_DOUBLE_EQ(fp8.weight_bytes_dense(), bf16.weight_bytes_dense() / 2);
+  EXPECT_DOUBLE_EQ(bf16.weight_bytes_dense(), 15009316864.0);
+  EXPECT_DOUBLE_EQ(fp8.weight_bytes_dense(), 8029995008.0);
   EXPECT_LT(fp8.step_time(prefill(8192)), bf16.step_time(prefill(8192)));  // FP8 peak for GEMMs
 }
 

@@ -65,7 +65,8 @@ class TempCatalog {
 
 TEST(HardwareCatalog, BundledCatalogHasTheExpectedEntries) {
   const auto& c = bundled();
-  for (const char* gpu : {"a100-80gb", "b200", "gb200", "h100-pcie", "h100-sxm", "h200", "l40s", "mi300x"}) {
+  for (const char* gpu :
+       {"a100-80gb", "b200", "b300", "gb200", "gb300", "h100-pcie", "h100-sxm", "h200", "h800", "l40s", "mi300x"}) {
     EXPECT_TRUE(c.gpus.count(gpu)) << gpu;
   }
   for (const char* link : {"nvlink3", "nvlink4", "nvlink5", "pcie4-x16", "pcie5-x16", "ib-ndr", "ib-hdr", "roce-200",
@@ -181,7 +182,8 @@ TEST(HardwareCatalog, LinkDefaultsMatchTransferModel) {
 TEST(HardwareCatalog, UnknownNamesListTheKnownOnes) {
   std::string msg = input_error([] { bundled().gpu("h900"); });
   EXPECT_NE(msg.find("unknown GPU 'h900'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("(known: a100-80gb, b200, gb200, h100-pcie, h100-sxm, h200, l40s, mi300x)"), std::string::npos)
+  EXPECT_NE(msg.find("(known: a100-80gb, b200, b300, gb200, gb300, h100-pcie, h100-sxm, h200, h800, l40s, mi300x)"),
+            std::string::npos)
       << msg;
   msg = input_error([] { bundled().link("nvlink9"); });
   EXPECT_NE(msg.find("unknown link 'nvlink9' (known: eth-100g, ib-hdr"), std::string::npos) << msg;

@@ -1,0 +1,77 @@
+#include "sim/perf/moe_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "sim/core/check.h"
+
+namespace kvsim {
+
+double tokens_per_expert(double n, int k, int e) { return e > 0 ? n * k / e : 0.0; }
+
+double moe_sol_seconds(double n, const MoeShape& s, const PeakRates& peak) {
+  const double flops = 6.0 * n * s.topk * s.hidden * s.inter;
+  const double touched = std::min(static_cast<double>(s.num_experts), n * s.topk);
+  const double bytes = touched * 3.0 * s.hidden * s.inter * peak.operand_bytes + 4.0 * n * s.hidden * 2.0;
+  return std::max(flops / peak.flops, bytes / peak.bytes_per_s);
+}
+
+MoeTable::MoeTable(const std::vector<MoePoint>& points, const PeakRates& peak) {
+  // (hidden, inter per rank, topk, experts) -> tokens -> seconds (ordered: iteration reaches results).
+  std::map<std::tuple<double, double, int, int>, std::map<double, double>> rows;
+  for (const auto& p : points) {
+    if (p.moe_ep != 1) continue;
+    rows[{p.hidden, p.inter / p.moe_tp, p.topk, p.num_experts}][p.num_tokens] = p.seconds;
+  }
+  for (const auto& [key, by_n] : rows) {
+    Curve c;
+    c.shape = {std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key)};
+    for (const auto& [n, s] : by_n) {
+      c.log_tpe.push_back(std::log(tokens_per_expert(n, c.shape.topk, c.shape.num_experts)));
+      c.util.push_back(std::min(1.0, moe_sol_seconds(n, c.shape, peak) / s));
+    }
+    shapes_.push_back(std::move(c));
+  }
+}
+
+const MoeTable::Curve& MoeTable::nearest_curve(const MoeShape& q) const {
+  KVSIM_CHECK(!shapes_.empty(), "MoeTable queried without rows");
+  auto dist = [&](const MoeShape& s) {
+    return std::abs(std::log(s.hidden / q.hidden)) + std::abs(std::log(s.inter / q.inter)) +
+           std::abs(std::log(static_cast<double>(s.num_experts) / q.num_experts)) +
+           std::abs(std::log(static_cast<double>(s.topk) / q.topk));
+  };
+  const Curve* best = &shapes_.front();
+  double d_best = dist(best->shape);
+  for (const Curve& c : shapes_) {
+    const double d = dist(c.shape);
+    if (d < d_best) {  // strict: the first of equal distances (map order) wins, deterministically
+      d_best = d;
+      best = &c;
+    }
+  }
+  return *best;
+}
+
+MoeShape MoeTable::nearest(const MoeShape& q) const { return nearest_curve(q).shape; }
+
+double MoeTable::utilisation(double n, const MoeShape& q) const {
+  const Curve& c = nearest_curve(q);
+  const double x = std::log(tokens_per_expert(n, q.topk, q.num_experts));
+  const auto& xs = c.log_tpe;
+  if (x <= xs.front()) return c.util.front();
+  if (x >= xs.back()) return c.util.back();
+  const size_t hi = static_cast<size_t>(std::lower_bound(xs.begin(), xs.end(), x) - xs.begin());
+  if (xs[hi] == x) return c.util[hi];
+  const double w = (x - xs[hi - 1]) / (xs[hi] - xs[hi - 1]);
+  return (1 - w) * c.util[hi - 1] + w * c.util[hi];
+}
+
+double MoeTable::seconds(double n, const MoeShape& q, const PeakRates& query_peak) const {
+  if (n <= 0) return 0.0;
+  return moe_sol_seconds(n, q, query_peak) / utilisation(n, q);
+}
+
+}  // namespace kvsim

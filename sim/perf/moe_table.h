@@ -1,0 +1,54 @@
+#pragma once
+// MoeTable: the fused-MoE (grouped GEMM) kernel of one layer from a measured table, at the token count
+// per expert that balanced routing gives.
+//   * rows with moe_ep = 1 are grouped by shape per GPU: (hidden, inter / moe_tp, topk, num_experts);
+//   * a query takes the nearest measured shape (sum of |log ratio| over hidden, inter, experts, topk);
+//   * along that shape's rows the utilisation u = SOL / latency is interpolated linearly in
+//     log(tokens per expert), tokens per expert = num_tokens x topk / num_experts, and held beyond
+//     the measured range, so the kernel's low efficiency at a few tokens per expert is measured, not
+//     assumed;
+//   * the answer is SOL(query) / u: a measured point comes back exactly, another shape borrows the
+//     utilisation of the nearest one.
+// SOL = max(6 N k h I / peak, (touched x 3 h I x w_bytes + 4 N h x 2) / bandwidth), touched =
+// min(E, N x k) experts (balanced routing, as aiconfigurator's collector routes tokens), w_bytes the
+// stored bytes per expert weight. Utilisation is capped at 1.
+#include <vector>
+
+#include "sim/perf/gemm_table.h"
+#include "sim/perf/latency_tables.h"
+
+namespace kvsim {
+
+struct MoeShape {
+  double hidden = 0, inter = 0;  // inter per rank (after the TP split)
+  int topk = 0, num_experts = 0;
+};
+
+// Balanced routing: each of the e experts receives n x k / e tokens.
+double tokens_per_expert(double n, int k, int e);
+// SOL of one fused-MoE call under balanced routing (see above). peak.operand_bytes = weight bytes.
+double moe_sol_seconds(double n, const MoeShape& s, const PeakRates& peak);
+
+class MoeTable {
+ public:
+  MoeTable() = default;
+  // `peak`: the compute peak and bytes per weight of the table's dtype (BF16: 2, FP8: 1).
+  MoeTable(const std::vector<MoePoint>& points, const PeakRates& peak);
+  bool empty() const { return shapes_.empty(); }
+  // The measured shape a query borrows from.
+  MoeShape nearest(const MoeShape& q) const;
+  // Utilisation of the nearest shape at n tokens (tokens per expert of the query).
+  double utilisation(double n, const MoeShape& q) const;
+  // Seconds of one call of n tokens with the query's shape, weights at `query_peak` (its own dtype).
+  double seconds(double n, const MoeShape& q, const PeakRates& query_peak) const;
+
+ private:
+  struct Curve {
+    MoeShape shape;
+    std::vector<double> log_tpe, util;  // ascending tokens per expert
+  };
+  const Curve& nearest_curve(const MoeShape& q) const;
+  std::vector<Curve> shapes_;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,267 @@
+// Quantised weights and caches, CUDA-graph padding and the MoE table in the step models. Every expected
+// value is a hand calculation from the format definitions, vLLM's capture-size rule or a measured
+// table row quoted in the test, never a number read back from the program.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/model/config_reader.h"
+#include "sim/perf/calibrated_model.h"
+#include "sim/perf/cuda_graph.h"
+#include "sim/perf/latency_factory.h"
+#include "sim/perf/moe_table.h"
+#include "sim/perf/roofline_model.h"
+#include "sim/scenario/hardware_catalog.h"
+
+namespace kvsim {
+namespace {
+
+const std::string kRoot = KVSIM_SOURCE_DIR;
+
+// Dense toy model: h 1024, 4 layers (8 q heads, 2 KV heads of 128), MLP 4096, vocab 32000, untied.
+// Layers 4 x (2,621,440 attention + 12,582,912 MLP) = 60,817,408; embedding + LM head 2 x 32,768,000.
+ModelSpec tiny_model() {
+  ModelSpec m;
+  m.name = "tiny";
+  m.hidden_size = 1024;
+  m.num_attention_heads = 8;
+  m.head_dim = 128;
+  m.vocab_size = 32000;
+  m.intermediate_size = 4096;
+  for (int i = 0; i < 4; ++i) {
+    LayerSpec l;
+    l.kind = LayerKind::kFullAttention;
+    l.attn.num_kv_heads = 2;
+    l.attn.head_dim = 128;
+    m.layers.push_back(l);
+  }
+  m.params = 126353408;
+  m.active_params = m.params;
+  return m;
+}
+
+GpuSpec toy_gpu() {  // 100 TFLOP/s, 1 TB/s, efficiencies 0.5, floor 2 us
+  GpuSpec g;
+  g.name = "toy";
+  g.bf16_flops = 100e12;
+  g.hbm_bandwidth = 1e12;
+  g.nvlink_bandwidth = 100e9;
+  g.compute_efficiency = 0.5;
+  g.memory_efficiency = 0.5;
+  g.kernel_floor = Duration::us(2);
+  return g;
+}
+
+// Weight bytes read per step = layers' weights in the format (scales included) + the LM head in 16 bits
+// (32,768,000 x 2 = 65,536,000); the embedding table is only looked up.
+//   bf16  16 bits:                               60,817,408 x 2        = 121,634,816
+//   fp8   8 bits, per-tensor scale:              60,817,408 x 1        =  60,817,408
+//   int4  4 + 16/128 (BF16 scale per 128):       60,817,408 x 33/64    =  31,358,976
+//   mxfp4 4 + 8/32 (E8M0 scale per 32):          60,817,408 x 17/32    =  32,309,248
+//   nvfp4 4 + 8/16 (E4M3 scale per 16):          60,817,408 x 9/16     =  34,209,792
+TEST(QuantizedStepWeights, RooflineReadsEachFormatWithItsScales) {
+  const struct {
+    DType d;
+    double layers;
+  } cases[] = {{DType::kBf16, 121634816},
+               {DType::kFp8, 60817408},
+               {DType::kInt4, 31358976},
+               {DType::kMxfp4, 32309248},
+               {DType::kNvfp4, 34209792}};
+  for (const auto& c : cases) {
+    const RooflineLatencyModel m(tiny_model(), toy_gpu(), 1, c.d, DType::kBf16);
+    EXPECT_DOUBLE_EQ(m.weight_bytes_dense(), c.layers + 65536000) << dtype_name(c.d);
+    const RooflineLatencyModel tp2(tiny_model(), toy_gpu(), 2, c.d, DType::kBf16);
+    EXPECT_DOUBLE_EQ(tp2.weight_bytes_dense(), (c.layers + 65536000) / 2) << dtype_name(c.d);
+    BatchShape b;
+    b.num_tokens = 1;
+    b.num_decode_requests = 1;
+    b.decode_context_tokens = 100;
+    EXPECT_DOUBLE_EQ(m.breakdown(b).weight_bytes, c.layers + 65536000) << dtype_name(c.d);
+  }
+}
+
+// Served as the checkpoint stores them ("auto"), the step models take the checkpoint's own bits per
+// quantised weight: gpt-oss-120b MXFP4 = 4 bits + one 8-bit E8M0 scale per 32 values = 4.25 (its
+// quantised dims are multiples of 32); DeepSeek-V3 FP8 with one FP32 scale per 128 x 128 block =
+// 8 + 32 / 16384 = 8.001953125 (to within partial blocks and byte rounding); no quantization_config: 0.
+TEST(QuantizedStepWeights, CheckpointBitsFromQuantizationConfig) {
+  EXPECT_NEAR(checkpoint_weight_bits(read_model_config(kRoot + "/models/gpt-oss-120b.json")), 4.25, 1e-6);
+  EXPECT_NEAR(checkpoint_weight_bits(read_model_config(kRoot + "/models/deepseek-v3.json")), 8.001953125, 1e-3);
+  EXPECT_EQ(checkpoint_weight_bits(read_model_config(kRoot + "/models/qwen3-8b.json")), 0.0);
+  // The override replaces the dtype's bits: 4.5 bits (e.g. INT4 with a BF16 scale per 32) on the toy
+  // model's layers: 60,817,408 x 4.5 / 8 = 34,209,792, + the BF16 LM head 65,536,000.
+  const RooflineLatencyModel m(tiny_model(), toy_gpu(), 1, DType::kInt4, DType::kBf16, {}, {}, 4.5);
+  EXPECT_DOUBLE_EQ(m.weight_bytes_dense(), 34209792.0 + 65536000.0);
+}
+
+// Without operator tables a GEMM is floor + max(F / (eta_c peak), B / (eta_m BW)). m = 1, n = k = 4096:
+// F = 2 x 4096^2 = 33,554,432 (0.67 us at 50 TFLOP/s); B = w x 4096^2 + 2 x (4096 + 4096) bytes at 0.5 TB/s.
+//   int4:  8,650,752 + 16,384 = 8,667,136 B -> 17.334272 us + 2 us
+//   mxfp4: 8,912,896 + 16,384 = 8,929,280 B -> 17.85856 us + 2 us
+//   nvfp4: 9,437,184 + 16,384 = 9,453,568 B -> 18.907136 us + 2 us
+TEST(QuantizedStepWeights, CalibratedGemmReadsTheStoredBytes) {
+  const LatencyTables none;
+  const struct {
+    DType d;
+    double us;
+  } cases[] = {{DType::kInt4, 19.334272}, {DType::kMxfp4, 19.85856}, {DType::kNvfp4, 20.907136}};
+  for (const auto& c : cases) {
+    const CalibratedLatencyModel m(tiny_model(), toy_gpu(), 1, c.d, DType::kBf16, none, EngineOverhead{});
+    EXPECT_NEAR(m.gemm_seconds(1, 4096, 4096) * 1e6, c.us, 1e-9) << dtype_name(c.d);
+    // The LM head stays BF16: 2 x 4096^2 + 2 x 8192 = 33,570,816 B -> 67.141632 us + 2 us.
+    EXPECT_NEAR(m.bf16_gemm_seconds(1, 4096, 4096) * 1e6, 69.141632, 1e-9);
+  }
+}
+
+// FP8 weights on H100 use the measured FP8 x FP8 rows (gemm_bf16_fp8.csv of aiconfigurator's H100
+// vLLM 0.19.0 collection): fp8,4096,4096,4096 -> 0.11918 ms; fp8,64,6144,4096 -> 0.0155876 ms;
+// fp8,1,4096,4096 -> 0.0107858 ms.
+TEST(QuantizedStepWeights, Fp8WeightsUseTheMeasuredFp8GemmRows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h100-sxm");
+  ASSERT_FALSE(t.gemm_fp8.empty());
+  const CalibratedLatencyModel fp8(tiny_model(), hw.gpu("h100-sxm"), 1, DType::kFp8, DType::kBf16, t, {});
+  EXPECT_TRUE(fp8.uses_fp8_gemm_table());
+  EXPECT_NEAR(fp8.gemm_seconds(4096, 4096, 4096), 0.11918e-3, 1e-12);
+  EXPECT_NEAR(fp8.gemm_seconds(64, 6144, 4096), 0.0155876e-3, 1e-12);
+  EXPECT_NEAR(fp8.gemm_seconds(1, 4096, 4096), 0.0107858e-3, 1e-12);
+  const CalibratedLatencyModel bf16(tiny_model(), hw.gpu("h100-sxm"), 1, DType::kBf16, DType::kBf16, t, {});
+  EXPECT_FALSE(bf16.uses_fp8_gemm_table());
+}
+
+// The decode-attention fits come from BF16-cache tables; an FP8 cache halves the per-context-token
+// (KV read) term and leaves the per-call and per-request terms: the difference of the two decode costs is
+// half the BF16 context term, layers x c x context / 2.
+TEST(QuantizedCache, Fp8CacheHalvesTheDecodeKvTerm) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h100-sxm");
+  const ModelSpec m = read_model_config(kRoot + "/models/latency/configs/llama-3.1-8b.json");
+  const CalibratedLatencyModel bf16(m, hw.gpu("h100-sxm"), 1, DType::kBf16, DType::kBf16, t, {});
+  const CalibratedLatencyModel fp8(m, hw.gpu("h100-sxm"), 1, DType::kBf16, DType::kFp8, t, {});
+  const auto fit = fit_decode_attention(t, 32, 8, 128, 0);
+  ASSERT_TRUE(fit.has_value());
+  BatchShape b;
+  b.num_tokens = 16;
+  b.num_decode_requests = 16;
+  b.decode_context_tokens = 16 * 4096;
+  const double expected = 32 * fit->per_context_token_s * 16 * 4096 / 2;
+  EXPECT_NEAR(bf16.breakdown(b).decode_attention_s - fp8.breakdown(b).decode_attention_s, expected, 1e-12);
+}
+
+// vLLM's default capture sizes (vllm/config/vllm.py _set_cudagraph_sizes): max = min(2 x max_num_seqs,
+// 512, max_num_batched_tokens); [1, 2, 4] + 8..248 step 8 + 256..max step 16.
+TEST(CudaGraph, VllmCaptureSizes) {
+  const auto s = vllm_cudagraph_capture_sizes(256, 8192);  // max 512: 3 + 31 + 17 = 51 sizes
+  ASSERT_EQ(s.size(), 51u);
+  EXPECT_EQ(s[0], 1);
+  EXPECT_EQ(s[2], 4);
+  EXPECT_EQ(s[3], 8);
+  EXPECT_EQ(s[33], 248);
+  EXPECT_EQ(s[34], 256);
+  EXPECT_EQ(s.back(), 512);
+  EXPECT_EQ(vllm_cudagraph_capture_sizes(64, 8192).back(), 128);  // 2 x 64
+  EXPECT_EQ(vllm_cudagraph_capture_sizes(256, 100).back(), 96);   // 100 tokens: 8..96, 100 not a size
+  EXPECT_EQ(vllm_cudagraph_capture_sizes(1, 8192), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(vllm_cudagraph_capture_sizes(0, 8192).empty());
+}
+
+TEST(CudaGraph, StepIsPaddedToTheNextCapturedSizeAndEagerAbove) {
+  const auto s = vllm_cudagraph_capture_sizes(256, 8192);
+  EXPECT_EQ(cudagraph_padded_tokens(s, 1), 1);
+  EXPECT_EQ(cudagraph_padded_tokens(s, 3), 4);
+  EXPECT_EQ(cudagraph_padded_tokens(s, 5), 8);
+  EXPECT_EQ(cudagraph_padded_tokens(s, 13), 16);
+  EXPECT_EQ(cudagraph_padded_tokens(s, 249), 256);
+  EXPECT_EQ(cudagraph_padded_tokens(s, 257), 272);
+  EXPECT_EQ(cudagraph_padded_tokens(s, 512), 512);
+  EXPECT_EQ(cudagraph_padded_tokens(s, 513), 513);  // above the largest size: no graph, no padding
+  const auto small = vllm_cudagraph_capture_sizes(64, 8192);
+  EXPECT_EQ(cudagraph_padded_tokens(small, 100), 104);
+  EXPECT_EQ(cudagraph_padded_tokens(small, 129), 129);
+  EXPECT_EQ(cudagraph_padded_tokens({}, 7), 7);
+}
+
+// A step of 5 decodes runs the token-level kernels at 8 tokens, so they cost what 8 tokens cost; the LM
+// head sees the 5 sampled rows only.
+TEST(CudaGraph, CalibratedModelPricesTokenKernelsAtThePaddedSize) {
+  const LatencyTables none;
+  const auto sizes = vllm_cudagraph_capture_sizes(256, 8192);
+  const CalibratedLatencyModel padded(tiny_model(), toy_gpu(), 1, DType::kBf16, DType::kBf16, none, {}, {}, {}, sizes);
+  const CalibratedLatencyModel plain(tiny_model(), toy_gpu(), 1, DType::kBf16, DType::kBf16, none, {});
+  BatchShape five;
+  five.num_tokens = five.num_decode_requests = 5;
+  five.decode_context_tokens = 5 * 100;
+  BatchShape eight = five;
+  eight.num_tokens = 8;
+  EXPECT_EQ(padded.breakdown(five).padded_tokens, 8);
+  EXPECT_EQ(plain.breakdown(five).padded_tokens, 5);
+  EXPECT_DOUBLE_EQ(padded.breakdown(five).linear_s, plain.breakdown(eight).linear_s);
+  EXPECT_DOUBLE_EQ(padded.breakdown(five).lm_head_s, plain.breakdown(five).lm_head_s);
+}
+
+// Balanced routing: n tokens x top-k spread evenly over e experts.
+TEST(MoeTable, TokensPerExpertUnderBalancedRouting) {
+  EXPECT_DOUBLE_EQ(tokens_per_expert(4096, 8, 128), 256.0);
+  EXPECT_DOUBLE_EQ(tokens_per_expert(1, 2, 8), 0.25);
+  EXPECT_DOUBLE_EQ(tokens_per_expert(8192, 4, 128), 256.0);  // gpt-oss-120b, 8k-token prefill
+  EXPECT_DOUBLE_EQ(tokens_per_expert(100, 10, 512), 100.0 * 10 / 512);
+}
+
+// Rows of models/latency/h100-sxm/moe.csv (aiconfigurator H100 vLLM 0.19.0, BF16, balanced):
+//   1,4096,14336,2,8,1,1  -> 0.254661 ms      (Mixtral shape, 1 token)
+//   64,2048,768,8,128,1,1 -> 0.423915 ms      (4 tokens per expert)
+//   80,2048,768,8,128,1,1 -> 0.439781 ms      (5 tokens per expert)
+//   96,2048,768,8,128,1,1 -> 0.440635 ms      (6 tokens per expert; the next measured count)
+//   128,2048,768,8,128,1,1 -> 0.441883 ms     (8 tokens per expert)
+// A measured point comes back exactly. Halfway in log(tokens per expert) between 5 and 6
+// (n = sqrt(80 x 96)) the utilisation is the mean of the two rows' utilisations, u = SOL / latency, with
+// SOL = max(6 n k h I / 989e12, (min(E, n k) x 3 h I x 2 + 8 n h) / 3.35e12).
+TEST(MoeTable, LooksUpTheMeasuredEfficiencyAtTheTokensPerExpert) {
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h100-sxm");
+  const PeakRates bf16{989e12, 3.35e12, 2.0};
+  const MoeTable table(t.moe, bf16);
+  ASSERT_FALSE(table.empty());
+  EXPECT_NEAR(table.seconds(1, {4096, 14336, 2, 8}, bf16), 0.254661e-3, 1e-12);
+  const MoeShape s{2048, 768, 8, 128};
+  EXPECT_NEAR(table.seconds(64, s, bf16), 0.423915e-3, 1e-12);
+  EXPECT_NEAR(table.seconds(128, s, bf16), 0.441883e-3, 1e-12);
+  auto sol = [](double n) {
+    const double flops = 6.0 * n * 8 * 2048 * 768;
+    const double bytes = std::min(128.0, n * 8) * 3 * 2048 * 768 * 2 + 8.0 * n * 2048;
+    return std::max(flops / 989e12, bytes / 3.35e12);
+  };
+  const double u = (sol(80) / 0.439781e-3 + sol(96) / 0.440635e-3) / 2;
+  const double n = std::sqrt(80.0 * 96.0);
+  EXPECT_NEAR(table.seconds(n, s, bf16), sol(n) / u, 1e-12);
+  // An unmeasured shape (inter 760) borrows the utilisation of the nearest measured one (inter 768).
+  EXPECT_EQ(table.nearest({2048, 760, 8, 128}).inter, 768);
+}
+
+// Quantised experts on B300 use the measured kernels of their format (models/latency/b300/, from
+// aiconfigurator's vLLM 0.19.0 MoE collection), rows 64,2048,768,8,128,1,1 (Qwen3-30B-A3B's expert shape):
+//   moe_nvfp4.csv 0.07604266703128815 ms (FlashInfer TRT-LLM FP4 MoE), moe_int4.csv 0.44927998383839923 ms
+//   (Marlin W4A16), moe.csv 0.23262399435043335 ms (BF16). A 64-token step of the 48 MoE layers costs
+//   48 x the row.
+TEST(MoeTable, QuantisedExpertsUseTheirFormatsKernelOnB300) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "b300");
+  const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
+  ASSERT_EQ(m.num_experts, 128);
+  BatchShape b;
+  b.num_tokens = b.num_decode_requests = 64;
+  b.decode_context_tokens = 64 * 1000;
+  const struct {
+    DType d;
+    double ms;
+  } cases[] = {
+      {DType::kNvfp4, 0.07604266703128815}, {DType::kInt4, 0.44927998383839923}, {DType::kBf16, 0.23262399435043335}};
+  for (const auto& c : cases) {
+    const CalibratedLatencyModel model(m, hw.gpu("b300"), 1, c.d, DType::kBf16, t, {});
+    EXPECT_TRUE(model.uses_moe_table());
+    EXPECT_NEAR(model.breakdown(b).moe_s, 48 * c.ms * 1e-3, 1e-12) << dtype_name(c.d);
+  }
+}
+
+}  // namespace
+}  // namespace kvsim
