@@ -81,9 +81,15 @@ LINE = re.compile(r"^(\d+)\s+\S+\s+\S+\s+\S+\s+\d+\s+\d+\s+\d+\s+\d+\s+(\S+)\s+(
 def run_validate(kvsim, df, extra):
     """Run validate on df (its own CSV). Returns ({position: (ttft, tpot) or None}, error or None)."""
     cols = [c for c in df.columns if not c.startswith("_")]
+    # The file's '# protocol:' line travels with its rows (chunks never mix files), so validate runs
+    # them under the protocol the file states unless `extra` overrides it.
+    protocol = df["_protocol"].iloc[0] if "_protocol" in df.columns and len(df) else ""
     with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False, dir="/tmp") as f:
+        if protocol:
+            f.write(protocol + "\n")
         df[cols].to_csv(f, index=False)
         path = f.name
+    first_row_line = 3 if protocol else 2
     try:
         p = subprocess.run([kvsim, "validate", path, *extra], cwd=REPO, capture_output=True, text=True)
     finally:
@@ -93,7 +99,7 @@ def run_validate(kvsim, df, extra):
         m = LINE.match(line)
         if not m:
             continue
-        pos = int(m.group(1)) - 2  # header on line 1
+        pos = int(m.group(1)) - first_row_line  # header on the line before
         rest = m.group(3).split()
         out[pos] = None if rest[0] == "excluded:" else (float(rest[0]), float(rest[3]))  # pred err% tpot pred err%
     if p.returncode != 0:
@@ -152,6 +158,8 @@ def main():
     for f in files:
         df = pd.read_csv(os.path.join(REPO, f), comment="#", dtype=str, keep_default_na=False)
         df["_file"] = os.path.basename(f)
+        with open(os.path.join(REPO, f)) as fh:
+            df["_protocol"] = next((l.rstrip("\n") for l in fh if l.startswith("# protocol:")), "")
         m = re.search(r"validation_(\w+)\.csv$", f)
         df["_group"] = m.group(1) if m else os.path.basename(f)
         frames.append(df)
@@ -163,7 +171,7 @@ def main():
     # binary's mtime, so an interrupted report resumes.
     stamp = "%s|%d|%s" % (a.kvsim, os.path.getmtime(a.kvsim), " ".join(extra))
     read = [c for c in READ_BY_VALIDATE if c in run.columns] if not a.all else [c for c in run.columns if c[0] != "_"]
-    rowkey = lambda r: stamp + "|" + ",".join(str(r[c]) for c in read)
+    rowkey = lambda r: stamp + "|" + r["_protocol"] + "|" + ",".join(str(r[c]) for c in read)
     cache = {}
     if a.cache and os.path.exists(a.cache):
         with open(a.cache) as f:
@@ -172,7 +180,7 @@ def main():
                 cache[k] = v
     pred = {i: cache[rowkey(r)] for i, r in run.iterrows() if rowkey(r) in cache}
     todo = run.drop(index=list(pred))
-    chunks = [todo.iloc[i:i + a.chunk] for i in range(0, len(todo), a.chunk)]
+    chunks = [g.iloc[i:i + a.chunk] for _, g in todo.groupby("_file", sort=False) for i in range(0, len(g), a.chunk)]
     cf_out = open(a.cache, "a") if a.cache else None
     with cf.ThreadPoolExecutor(a.jobs) as ex:
         futs = {ex.submit(run_chunk, a.kvsim, c.reset_index(drop=True), extra): c for c in chunks}

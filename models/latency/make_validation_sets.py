@@ -28,6 +28,10 @@ SAMPLE = "aic-core/src/aiconfigurator_core/systems/silicon_sample.csv"
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
+# The measurement protocol every file states (read by kvsim validate; see the README section cited).
+PROTOCOL = ('# protocol: warmup_per_slot=0 requests_per_slot=10 client=aiperf (aiconfigurator\'s benchmark runner '
+            'drains its 2c warm-up before measuring; models/latency/README.md, "Closed-loop measurement protocol")\n')
+
 # model_path -> (config file, group)
 MODELS = {
     "meta-llama/Llama-3.1-8B-Instruct": ("models/latency/configs/llama-3.1-8b.json", "dense"),
@@ -167,9 +171,9 @@ def main(path):
     os.makedirs(os.path.join(HERE, "heldout"), exist_ok=True)
     header = {
         False: "# Measured end-to-end points (aggregated serving, fixed isl/osl/concurrency) for `kvsim validate`, group %s.\n"
-        "# From %s %s by models/latency/make_validation_sets.py; sources per row, see PROVENANCE.md. Never used to fit.\n",
+        "# From %s %s by models/latency/make_validation_sets.py; sources per row, see PROVENANCE.md. Never used to fit.\n" + PROTOCOL,
         True: "# HELD-OUT test split, group %s: do not tune on these rows (models/latency/README.md).\n"
-        "# From %s %s by models/latency/make_validation_sets.py; sources per row, see PROVENANCE.md.\n",
+        "# From %s %s by models/latency/make_validation_sets.py; sources per row, see PROVENANCE.md.\n" + PROTOCOL,
     }
     for (group, held), rows in sorted(out.items()):
         df = pd.DataFrame(rows, columns=COLUMNS).sort_values(["model", "gpu", "engine", "tp", "dp", "ep", "isl",

@@ -218,7 +218,7 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
 }
 
 // A points file states how its points were measured in a comment line before the header:
-//   # protocol: warmup_per_slot=0 requests_per_slot=10 [client=NAME]
+//   # protocol: warmup_per_slot=0 requests_per_slot=10 [client=NAME] [(free text to the end of the line)]
 // (models/latency/README.md, "Closed-loop measurement protocol"). Values given on the command line win.
 // Returns the client named, or "" when the file has no protocol line.
 std::string read_protocol_directive(const std::string& path, ValidationProtocol& protocol, bool warmup_given,
@@ -237,6 +237,7 @@ std::string read_protocol_directive(const std::string& path, ValidationProtocol&
     std::istringstream words{std::string(line.substr(kKey.size()))};
     std::string word;
     while (words >> word) {
+      if (word.front() == '(') break;  // a remark ends the items
       const size_t eq = word.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == word.size())
         throw InputError(where + ": protocol item '" + word + "' is not key=value");
