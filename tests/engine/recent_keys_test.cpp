@@ -91,34 +91,32 @@ TEST(MissAttribution, ATraceThatNeverRepeatsReportsNoLostReuse) {
   EXPECT_EQ(not_none, 0);
 }
 
-TEST(MissAttribution, AnEvictionBeyondTheHorizonIsNotReportedAsEvicted) {
-  // Horizon: 8 x 5 blocks = 40 -> the minimum 2^14 distinct keys. Request 1 (64 tokens, B = 16)
-  // registers 4 keys; 2^13 + 1 requests of 64 other tokens register 4 distinct keys each (32,772 >
-  // 2 x 2^14 = 32,768 keys), so request 1's keys are forgotten; its repeat at the end misses (evicted
-  // long before) and is not attributed: nothing known was reusable.
+// Request 0 (64 tokens of content 7, B = 16: 4 block keys), then `fillers` requests of 64 other
+// tokens (4 distinct keys each), then request 0's prompt again; a 4-block cache (5 with the null
+// block) has evicted request 0's blocks long before. Returns the repeat's record.
+RequestRecord repeat_after_fillers(int fillers) {
   std::vector<RequestSpec> reqs{make_request(0, 0, {text(7, 64)}, 1)};
-  const int fillers = (1 << 13) + 1;
   for (int i = 1; i <= fillers; ++i) reqs.push_back(make_request(i, i, {text(100 + static_cast<uint64_t>(i), 64)}, 1));
   reqs.push_back(make_request(fillers + 1, fillers + 10, {text(7, 64)}, 1));
   RecordingSink sink;
   run_engine(config_for(full_layout(16, 5)), std::move(reqs), sink);
-  const RequestRecord& again = sink.requests.at(fillers + 1);
+  return sink.requests.at(fillers + 1);
+}
+
+TEST(MissAttribution, AnEvictionBeyondTheHorizonIsNotReportedAsEvicted) {
+  // Horizon: 8 x 5 blocks = 40 -> the minimum 2^14 distinct keys. 2^13 + 1 fillers register 32,772 >
+  // 2 x 2^14 = 32,768 keys, so request 0's keys are forgotten; its repeat misses and is not
+  // attributed: nothing known was reusable.
+  const RequestRecord again = repeat_after_fillers((1 << 13) + 1);
   EXPECT_EQ(again.cached_tokens, 0);
   EXPECT_EQ(again.cause, MissCause::kNone);
   EXPECT_EQ(again.lost_tokens, 0);
 }
 
 TEST(MissAttribution, AnEvictionWithinTheHorizonIsReportedAsEvicted) {
-  // The same with 2^11 fillers (8,192 keys < 2^14): request 1's 4 keys are remembered, its blocks
-  // were evicted from the 4-block cache, so the repeat's 63 reusable tokens (L - 1) are lost to
-  // eviction.
-  std::vector<RequestSpec> reqs{make_request(0, 0, {text(7, 64)}, 1)};
-  const int fillers = 1 << 11;
-  for (int i = 1; i <= fillers; ++i) reqs.push_back(make_request(i, i, {text(100 + static_cast<uint64_t>(i), 64)}, 1));
-  reqs.push_back(make_request(fillers + 1, fillers + 10, {text(7, 64)}, 1));
-  RecordingSink sink;
-  run_engine(config_for(full_layout(16, 5)), std::move(reqs), sink);
-  const RequestRecord& again = sink.requests.at(fillers + 1);
+  // 2^11 fillers (8,192 keys < 2^14): request 0's keys are remembered, so the repeat's 63 reusable
+  // tokens (L - 1) are lost to eviction.
+  const RequestRecord again = repeat_after_fillers(1 << 11);
   EXPECT_EQ(again.cached_tokens, 0);
   EXPECT_EQ(again.cause, MissCause::kEvicted);
   EXPECT_EQ(again.lost_tokens, 63);
