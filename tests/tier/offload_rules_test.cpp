@@ -80,6 +80,28 @@ TEST(StoreFence, AStepReusingABlockWithAPendingStoreWaitsForIt) {
   }
 }
 
+// Rule 24, preemption. A and B (other 32-token prompts, 3 outputs) at 0 fill the 4 GPU blocks: step 1
+// 0 -> 1.064 ms. Their stores go out at its end in scheduling order: A's 2 chunks 10 us + 2e6 / 1e9 ->
+// 3.074 ms, then B's -> 5.084 ms. Step 2 (planned at 1.064 ms): A's 33rd token needs a block, none is
+// free, B is preempted (its store still running) and A takes one of B's blocks: both fence rules ask for
+// B's store, so the forward pass starts at 5.084 ms and the step (1 token: 1.001 ms) ends at 6.085 ms,
+// a wait of 4.020 ms. Without offload the same step ends at 1.064 + 1.001 = 2.065 ms.
+TEST(StoreFence, AStepThatPreemptsARequestWithAPendingStoreWaitsForIt) {
+  for (const bool offload : {true, false}) {
+    EngineConfig e = engine(host(100));
+    if (!offload) e.kv_offload = KvOffloadConfig{};
+    RecordingSink sink;
+    testing::run_engine(e, {make_request(1, 0, {text(7, 32)}, 3), make_request(2, 0, {text(8, 32)}, 3)}, sink);
+    ASSERT_GE(sink.steps.size(), 2u);
+    EXPECT_EQ(sink.steps[0].end.ns(), ms_ns(1.064));
+    EXPECT_EQ(sink.steps[1].preemptions, 1);
+    EXPECT_EQ(sink.steps[1].end.ns(), ms_ns(offload ? 6.085 : 2.065)) << offload;
+    EXPECT_EQ(sink.steps[1].store_wait_ns, offload ? ms_ns(4.020) : 0) << offload;
+    EXPECT_TRUE(sink.requests.at(1).finished);
+    EXPECT_TRUE(sink.requests.at(2).finished);
+  }
+}
+
 // Rule 26. Two read servers and one write server, 10 us per job, read 1e9 B/s, write 0.5e9 B/s. Three
 // reads of 1e6 B at 0: two start on the read servers, the third on the idle write server (the write
 // queue is empty), each 10 us + 1 ms = 1.010 ms of the read direction. A write of 1e6 B at 0 finds every

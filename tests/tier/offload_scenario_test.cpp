@@ -71,5 +71,25 @@ TEST(OffloadScenario, RunFileHasTierColumns) {
   EXPECT_EQ(by_tier, total);
 }
 
+// Hybrids (Qwen3.5-4B, block 528, states saved at chunk ends): on a 60-block GPU pool the turns lose their
+// history on the GPU; with the host tier, GPU + tier reuse equals the reuse of a 400-block pool that never
+// evicts (its tier gets no hit), and every tier hit ends on a block boundary (where a state was saved).
+TEST(OffloadScenario, HybridTierHitsRestoreTheReuseOfAPoolThatNeverEvicts) {
+  const char* file = "scenarios/offload/qwen35-4b-multiturn-host.yaml";
+  const SimulationResult small = run_simulation(load_scenario(file), RunOptions{});
+  const SimulationResult big = run_simulation(load_scenario(file, {"engine.num_gpu_blocks=400"}), RunOptions{});
+  EXPECT_EQ(big.summary.kv_offload.hit_tokens, 0);
+  EXPECT_LT(small.summary.prefix_cache.hit_tokens, big.summary.prefix_cache.hit_tokens / 2);
+  EXPECT_EQ(small.summary.prefix_cache.hit_tokens + small.summary.kv_offload.hit_tokens,
+            big.summary.prefix_cache.hit_tokens);
+  int64_t tier_hits = 0;
+  for (const RequestRow& row : small.collector->requests()) {
+    if (row.tier_cached_tokens == 0) continue;
+    ++tier_hits;
+    EXPECT_EQ((row.cached_tokens + row.tier_cached_tokens) % 528, 0) << row.id;
+  }
+  EXPECT_GT(tier_hits, 50);
+}
+
 }  // namespace
 }  // namespace kvsim
