@@ -253,7 +253,11 @@ void EngineInstance::start_tier_loads() {
     r.record.tier_loaded_bytes += offload_->load_bytes_total(hit);
     ++r.record.tier_loads;
     const SimTime submitted = ctx_.now();
-    // Rule 24: the load writes GPU blocks handed out this step; it waits for their running stores too.
+    // Rule 24: the load writes the request's blocks past its GPU hit, handed out this step; it waits for
+    // their running stores, and for those of requests preempted this step (vLLM waits before the step).
+    const KvCacheCoordinator& kv = scheduler_.kv();
+    const std::span<const BlockId> table = kv.manager(kv.history_group()).blocks(slot);
+    const size_t first = std::min(table.size(), static_cast<size_t>(hit.begin / kv.block_size()));
     offload_->start_load(
         r.hasher.hashes(), hit,
         [this, slot, submitted](SimTime, SimTime end) {
@@ -261,7 +265,7 @@ void EngineInstance::start_tier_loads() {
           scheduler_.tier_loaded(slot);
           request_schedule();
         },
-        offload_->store_fence(allocated_, preempted_));
+        offload_->store_fence(table.subspan(first), preempted_));
   }
 }
 

@@ -202,37 +202,47 @@ TEST(LmCache, TieredPrefixTakesTheHostRunThenTheLowerTierRun) {
 // state. Budget 32 tokens, mamba_cache_mode align, every saved state kept: A (64 tokens) runs in chunks
 // [0, 32) and [32, 64), so states are saved at 32 and 64 only. Two other prompts evict A from the GPU.
 // B shares A's first 48 tokens: its tier attention run is 3 chunks (48 tokens) but there is no state at
-// 48, so the hit ends at 32. The same run without state groups loads the 48 tokens.
+// 48, so the hit ends at 32. The same run without state groups loads the 48 tokens. With `lower`, the
+// host tier holds 1 chunk (every store skipped there) and LMCache puts chunks and states to NVMe only:
+// the hit, state included, comes from NVMe.
 TEST(HybridOffload, TierHitEndsAtTheLastChunkBoundaryWithASavedState) {
-  for (const bool hybrid : {true, false}) {
-    EngineConfig e = testing::config_for(hybrid ? testing::hybrid_layout(16, 9, 1) : testing::full_layout(16, 9));
-    e.max_num_batched_tokens = 32;
-    if (hybrid) {
-      e.mamba_cache_mode = MambaCacheMode::kAlign;
-      e.prefix_cache_retention_interval = kRetentionDense;
+  for (const bool lower : {false, true}) {
+    for (const bool hybrid : {true, false}) {
+      SCOPED_TRACE(std::string(hybrid ? "hybrid" : "attention only") + (lower ? ", NVMe" : ", host"));
+      EngineConfig e = testing::config_for(hybrid ? testing::hybrid_layout(16, 9, 1) : testing::full_layout(16, 9));
+      e.max_num_batched_tokens = 32;
+      if (hybrid) {
+        e.mamba_cache_mode = MambaCacheMode::kAlign;
+        e.prefix_cache_retention_interval = kRetentionDense;
+      }
+      KvOffloadConfig c = host(lower ? 1 : 100);
+      if (lower) {
+        c.lower.push_back(nvme());
+        c.lmcache = true;
+      }
+      if (hybrid) {
+        c.state_bytes_rank = kBlockBytes;
+        c.state_slots = 1;
+      }
+      e.kv_offload = c;
+      RecordingSink sink;
+      testing::run_engine(e,
+                          {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 10, {text(8, 64)}, 1),
+                           make_request(3, 20, {text(9, 64)}, 1), make_request(4, 30, {text(7, 48), text(10, 40)}, 1)},
+                          sink);
+      if (hybrid) {
+        const auto& saved = sink.requests.at(1).saved_state_positions;
+        ASSERT_NE(std::find(saved.begin(), saved.end(), 32), saved.end());
+        ASSERT_EQ(std::find(saved.begin(), saved.end(), 48), saved.end());
+      }
+      const RequestRecord& b = sink.requests.at(4);
+      ASSERT_TRUE(b.finished);
+      ASSERT_EQ(b.cached_tokens, 0) << "A must be gone from the GPU";
+      EXPECT_EQ(b.tier_cached_tokens, hybrid ? 32 : 48);
+      EXPECT_EQ(b.tier_cached_tokens_by_tier[lower ? 1 : 0], hybrid ? 32 : 48);
+      // Bytes loaded: the chunks, plus one saved state for the hybrid.
+      EXPECT_EQ(b.tier_loaded_bytes, hybrid ? 2 * kBlockBytes + kBlockBytes : 3 * kBlockBytes);
     }
-    KvOffloadConfig c = host(100);
-    if (hybrid) {
-      c.state_bytes_rank = kBlockBytes;
-      c.state_slots = 1;
-    }
-    e.kv_offload = c;
-    RecordingSink sink;
-    testing::run_engine(e,
-                        {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 10, {text(8, 64)}, 1),
-                         make_request(3, 20, {text(9, 64)}, 1), make_request(4, 30, {text(7, 48), text(10, 40)}, 1)},
-                        sink);
-    if (hybrid) {
-      const auto& saved = sink.requests.at(1).saved_state_positions;
-      ASSERT_NE(std::find(saved.begin(), saved.end(), 32), saved.end());
-      ASSERT_EQ(std::find(saved.begin(), saved.end(), 48), saved.end());
-    }
-    const RequestRecord& b = sink.requests.at(4);
-    ASSERT_TRUE(b.finished);
-    ASSERT_EQ(b.cached_tokens, 0) << "A must be gone from the GPU";
-    EXPECT_EQ(b.tier_cached_tokens, hybrid ? 32 : 48) << hybrid;
-    // Bytes loaded: the chunks, plus one saved state for the hybrid.
-    EXPECT_EQ(b.tier_loaded_bytes, hybrid ? 2 * kBlockBytes + kBlockBytes : 3 * kBlockBytes) << hybrid;
   }
 }
 
