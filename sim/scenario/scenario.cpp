@@ -232,6 +232,12 @@ KvOffloadSettings read_kv_offload(const Reader& r, const YAML::Node& n, const st
     ts.size = r.bytes(t["size"], w + ".size");
     if (ts.size <= 0) r.fail(w + ".size", "must be > 0 (got " + quote_for_message(t["size"].Scalar()) + ")");
     // Rule 26: I/O servers of a tier below the host tier (vLLM fs tier n_read_threads / n_write_threads).
+    // The host tier has none: its copies are the GPU's one D2H and one H2D queue (rule 19).
+    for (const char* key : {"read_threads", "write_threads"})
+      if (i == 0 && t[key])
+        r.fail(w + "." + key,
+               "only tiers below the host tier (tiers[1] on) have I/O threads; the host tier's copies "
+               "are the GPU's D2H and H2D queues");
     if (t["read_threads"])
       ts.read_threads = static_cast<int>(r.integer(t["read_threads"], w + ".read_threads", 1, 4096));
     if (t["write_threads"])
