@@ -364,6 +364,9 @@ void KvOffload::start_load(std::span<const uint64_t> hashes, const TierHit& hit,
       for (int64_t s = 0; s < config_.state_slots; ++s) ks.push_back(state_key(last, s));
     }
     if (seg.tier == 0) {
+      // vLLM pins a hit's blocks at lookup; here a promotion started earlier in the same planning pass
+      // (another request's) may have evicted one of these idle chunks: it is loaded as planned, unpinned.
+      std::erase_if(ks, [this](uint64_t k) { return tier_.state(k) != HostTier::State::kReady; });
       tier_.begin_load(ks);
       p->host_job.insert(p->host_job.end(), ks.begin(), ks.end());
       continue;

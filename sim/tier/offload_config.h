@@ -1,9 +1,10 @@
 #pragma once
-// KV offload to a storage tier below GPU memory (engine.kv_offload), vLLM's native OffloadingConnector
-// (vllm/distributed/kv_transfer/kv_connector/v1/offloading_connector.py, vllm/v1/kv_offload/;
-// cluster-offload.md A.1, rules 19-24, 27). Two forms: the settings as a scenario states them
-// (KvOffloadSettings, filled by the scenario layer) and the resolved config one engine runs with
-// (KvOffloadConfig, resolve_kv_offload in offload_resolution.h). Plain data.
+// KV offload to storage tiers below GPU memory (engine.kv_offload): vLLM's native OffloadingConnector
+// (vllm/distributed/kv_transfer/kv_connector/v1/offloading_connector.py, vllm/v1/kv_offload/) or LMCache
+// (lmcache/v1/storage_backend/storage_manager.py); cluster-offload.md A.1, A.2, rules 19-28. Two forms:
+// the settings as a scenario states them (KvOffloadSettings, filled by the scenario layer) and the
+// resolved config one engine runs with (KvOffloadConfig, resolve_kv_offload in offload_resolution.h).
+// Plain data.
 #include <cstdint>
 #include <string>
 #include <vector>
