@@ -241,9 +241,18 @@ void EngineInstance::offer_stores() {
     if (config_.kv_offload.offload_prompt_only) upto = std::min(upto, r.prompt_tokens);
     const KvCacheCoordinator& kv = scheduler_.kv();
     const std::vector<int64_t>& saved = r.record.saved_state_positions;
-    offload_->offer_store(r.record.id, r.hasher.hashes(), kv.manager(kv.history_group()).blocks(s.slot),
-                          r.next_store_chunk, upto, r.record,
-                          [&saved](int64_t pos) { return std::find(saved.begin(), saved.end(), pos) != saved.end(); });
+    offload_->offer_store(
+        r.record.id, r.hasher.hashes(), kv.manager(kv.history_group()).blocks(s.slot), r.next_store_chunk, upto,
+        r.record, [&saved](int64_t pos) { return std::find(saved.begin(), saved.end(), pos) != saved.end(); },
+        [&kv, slot = s.slot](int64_t pos, std::vector<int32_t>& out) {
+          // State tables are position-indexed: the state saved at pos is in column pos / B - 1.
+          const auto col = static_cast<size_t>(pos / kv.block_size() - 1);
+          for (int g = 0; g < kv.num_groups(); ++g) {
+            if (kv.manager(g).kind() != KvGroupKind::kState) continue;
+            const std::span<const BlockId> t = kv.manager(g).blocks(slot);
+            if (col < t.size() && t[col] != kNullBlock) out.push_back(t[col]);
+          }
+        });
   }
 }
 

@@ -168,7 +168,8 @@ TierHit KvOffload::lookup(std::span<const uint64_t> hashes, int64_t gpu_hit, int
 
 void KvOffload::offer_store(RequestId id, std::span<const uint64_t> hashes, std::span<const int32_t> blocks,
                             int64_t& next_chunk, int64_t upto_tokens, RequestRecord& rec,
-                            const std::function<bool(int64_t)>& state_at) {
+                            const std::function<bool(int64_t)>& state_at,
+                            const std::function<void(int64_t, std::vector<int32_t>&)>& state_blocks) {
   const int64_t c = config_.chunk_tokens, bpc = config_.blocks_per_chunk;
   const int64_t last = std::min<int64_t>(upto_tokens / c, std::ssize(hashes) / bpc);
   if (last <= next_chunk) return;
@@ -237,6 +238,9 @@ void KvOffload::offer_store(RequestId id, std::span<const uint64_t> hashes, std:
     if (!copied.contains(keys_[static_cast<size_t>(j - first)])) continue;
     for (int64_t b = j * bpc; b < (j + 1) * bpc && b < std::ssize(blocks); ++b)
       job.blocks.push_back(blocks[static_cast<size_t>(b)]);
+    // Hybrids: the blocks holding the state saved at the chunk's end, when the copy takes it.
+    if (config_.state_slots > 0 && state_blocks && copied.contains(state_key(keys_[static_cast<size_t>(j - first)], 0)))
+      state_blocks((j + 1) * c, job.blocks);
   }
   step_stores_.push_back(std::move(job));
 }

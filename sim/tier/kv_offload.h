@@ -96,8 +96,11 @@ class KvOffload {
   // Offers chunks [next_chunk, upto_tokens / chunk_tokens) of request `id` for a store; advances next_chunk.
   // `blocks`: the request's GPU blocks (attention group, by position) for the store fence; `state_at(p)`:
   // hybrids, whether the GPU saved a state at token p.
+  // `state_blocks(p, out)`: hybrids, appends the GPU blocks that hold the state saved at token p (one per
+  // state group) so the store fence covers them too.
   void offer_store(RequestId id, std::span<const uint64_t> hashes, std::span<const int32_t> blocks, int64_t& next_chunk,
-                   int64_t upto_tokens, RequestRecord& rec, const std::function<bool(int64_t)>& state_at);
+                   int64_t upto_tokens, RequestRecord& rec, const std::function<bool(int64_t)>& state_at,
+                   const std::function<void(int64_t, std::vector<int32_t>&)>& state_blocks = {});
   // The step ended: its store jobs enter the D2H queue now.
   void submit_stores();
   // Starts the load of `hit` now; its host -> GPU copy starts no earlier than `not_before` (the store fence

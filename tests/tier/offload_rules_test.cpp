@@ -102,6 +102,35 @@ TEST(StoreFence, AStepThatPreemptsARequestWithAPendingStoreWaitsForIt) {
   }
 }
 
+// Rule 24, hybrids: the GPU block that holds a stored state is fenced like the chunk's blocks. One chunk
+// (block 7) whose end holds a state (block 42): the job copies 1e6 + 1e6 B, 10 us + 2e6 / 1e9 = 2.010 ms
+// from its submission at 0, so a step handing out block 7 or 42 waits until 2.010 ms; block 43 is free.
+TEST(StoreFence, HybridStateBlocksAreFencedWithTheirChunk) {
+  SimContext ctx(1);
+  testing::FixedLatency lat;
+  KvOffloadConfig c = host(100);
+  c.state_bytes_rank = kBlockBytes;
+  c.state_slots = 1;
+  KvOffload o(ctx, c, 16, lat, 8192);
+  const std::vector<uint64_t> hashes = {0x1234};
+  const std::vector<int32_t> blocks = {7};
+  int64_t next = 0;
+  RequestRecord rec;
+  o.offer_store(
+      RequestId(1), hashes, blocks, next, 16, rec, [](int64_t pos) { return pos == 16; },
+      [](int64_t pos, std::vector<int32_t>& out) {
+        if (pos == 16) out.push_back(42);
+      });
+  EXPECT_EQ(rec.tier_stored_bytes, 2 * kBlockBytes);
+  o.submit_stores();
+  const std::vector<int32_t> chunk = {7}, state = {42}, other = {43};
+  EXPECT_EQ(o.store_fence(chunk, {}).ns(), ms_ns(2.010));
+  EXPECT_EQ(o.store_fence(state, {}).ns(), ms_ns(2.010));
+  EXPECT_EQ(o.store_fence(other, {}).ns(), 0);
+  const std::vector<RequestId> preempted = {RequestId(1)};
+  EXPECT_EQ(o.store_fence({}, preempted).ns(), ms_ns(2.010));
+}
+
 // Rule 26. Two read servers and one write server, 10 us per job, read 1e9 B/s, write 0.5e9 B/s. Three
 // reads of 1e6 B at 0: two start on the read servers, the third on the idle write server (the write
 // queue is empty), each 10 us + 1 ms = 1.010 ms of the read direction. A write of 1e6 B at 0 finds every
