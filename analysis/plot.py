@@ -12,7 +12,10 @@ time) and instance_hit_rate.png (token hit rate per instance, coloured by pool).
 (requests prefilled on a prefill instance) also gets link_utilisation.png (the busiest links of /links
 by bytes, their /timeseries/links utilisation over time) and ttft_breakdown.png (the six TTFT parts:
 router, prefill queue, prefill, decode queue, transfer, first decode step; mean and p50 from the
-summary's disaggregation.ttft_breakdown_ms, else computed per request from /requests).
+summary's disaggregation.ttft_breakdown_ms, else computed per request from /requests). A run with KV
+offload (engine.kv_offload: /timeseries/tier<i>_used_bytes, the summary's kv_offload block) also gets
+tier_occupancy.png (each tier's bytes in use over time against its size) and tier_hits.png (prompt tokens
+served by the GPU prefix cache and by each tier, and the bytes stored into / loaded from each tier).
 """
 import argparse
 import json
@@ -399,6 +402,56 @@ def plot_all(path, out, title=None):
         written += plot_instances(requests, per_instance, pool_names, title, out)
     if "prefill_instance" in requests and (requests["prefill_instance"] >= 0).any():
         written += plot_disaggregation(path, requests, summary, title, out)
+    if summary.get("kv_offload", {}).get("tiers"):
+        written += plot_offload(ts, requests, summary, title, out)
+    return written
+
+
+def plot_offload(ts, requests, summary, title, out):
+    """Tier occupancy over time and hits by tier (runs with engine.kv_offload)."""
+    written = []
+    ko = summary.get("kv_offload", {})
+    tiers = ko.get("tiers", [])
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, t in enumerate(tiers):
+        col = f"tier{i}_used_bytes"
+        size = float(t.get("size_bytes", 0)) * max(1, summary.get("cluster", {}).get("instances", 1))
+        if col in ts and size > 0:
+            ax.step(ts["time_s"], ts[col] / size, where="post", color=f"C{i}",
+                    label=f"{t.get('name', col)} ({size / 2**30:.4g} GiB)")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("fraction of tier size in use")
+    ax.set_title(f"{title}\nKV offload tier occupancy", fontsize=10)
+    if tiers:
+        ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    written.append(save(fig, out, "tier_occupancy.png"))
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    gpu = int(requests["cached_tokens"].sum()) if "cached_tokens" in requests else 0
+    names = ["GPU"] + [t.get("name", f"tier {i}") for i, t in enumerate(tiers)]
+    hits = [gpu] + [int(t.get("hit_tokens", 0)) for t in tiers]
+    prompt = float(requests["prompt_tokens"].sum()) if "prompt_tokens" in requests else 0.0
+    axes[0].bar(names, hits, color=[f"C{k}" for k in range(len(names))])
+    for k, h in enumerate(hits):
+        if prompt > 0:
+            axes[0].text(k, h, f"{h / prompt:.1%}", ha="center", va="bottom", fontsize=8)
+    axes[0].set_ylabel("prompt tokens reused (first admissions)")
+    axes[0].set_title("hits by tier", fontsize=10)
+    axes[0].grid(True, alpha=0.3, axis="y")
+    y = np.arange(len(tiers))
+    axes[1].barh(y + 0.2, [t.get("stored_bytes", 0) / 2**30 for t in tiers], 0.4, color="C0", label="stored")
+    axes[1].barh(y - 0.2, [t.get("loaded_bytes", 0) / 2**30 for t in tiers], 0.4, color="C3", label="loaded")
+    axes[1].set_yticks(y)
+    axes[1].set_yticklabels([t.get("name", "") for t in tiers], fontsize=8)
+    axes[1].set_xlabel("GiB")
+    axes[1].legend(fontsize=8)
+    axes[1].set_title("bytes into / out of each tier", fontsize=10)
+    axes[1].grid(True, alpha=0.3, axis="x")
+    fig.suptitle(f"{title}: KV offload ({ko.get('backend', 'native')}, policy {ko.get('policy', '')}, "
+                 f"{ko.get('store_wait_steps', 0)} steps waited on a store)", fontsize=10)
+    written.append(save(fig, out, "tier_hits.png"))
     return written
 
 

@@ -224,12 +224,15 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
   co.exact_request_samples = options.exact_request_samples;
   co.exact_itl_samples = options.exact_itl_samples;
   co.chunk_rows = options.chunk_rows;
+  const KvOffloadConfig& off0 = res.pools.front().engine.kv_offload;
+  if (off0.enabled) co.offload_tiers = 1 + static_cast<int>(off0.lower.size());
   if (!options.hdf5_path.empty()) {
     RunFileOptions fo;
     fo.compression = s.output.compression;
     for (const PoolRun& p : res.pools)
       for (int k = 0; k < p.info.instances; ++k) fo.usable_blocks.push_back(p.info.usable_blocks);
-    fo.kv_offload = res.pools.front().engine.kv_offload.enabled;
+    fo.kv_offload = off0.enabled;
+    fo.offload_tiers = std::max(co.offload_tiers, 1);
     file = std::make_unique<RunFileStream>(options.hdf5_path, fo);
   }
   std::unique_ptr<CsvRequestStream> csv;
@@ -339,6 +342,23 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     info.offload_tier = off.tier;
     info.offload_size_bytes = off.size_bytes;
     info.offload_policy = off.cost_policy ? "cost" : "vllm";
+    info.offload_backend = off.lmcache ? "lmcache" : "native";
+    // Per tier, summed over the instances that run with the first pool's tiers.
+    for (int t = 0; t <= static_cast<int>(off.lower.size()); ++t) {
+      KvOffloadTier kt;
+      kt.name = t == 0 ? off.tier : off.lower[static_cast<size_t>(t - 1)].tier;
+      kt.size_bytes = t == 0 ? off.size_bytes : off.lower[static_cast<size_t>(t - 1)].size_bytes;
+      for (const auto& e : engines) {
+        const KvOffload* o = e->offload();
+        if (o == nullptr || o->num_tiers() <= t) continue;
+        const TierTotals& tt = o->totals(t);
+        kt.stored_bytes += tt.stored_bytes;
+        kt.loaded_bytes += tt.loaded_bytes;
+        kt.stores_skipped_chunks += tt.stores_skipped_chunks;
+        kt.peak_used_bytes = std::max(kt.peak_used_bytes, tt.peak_used_bytes);
+      }
+      info.offload_tiers.push_back(kt);
+    }
   }
   res.collector->flush();
   res.summary = res.collector->summarize(info);

@@ -155,6 +155,7 @@ void BlockPool::get_new_blocks(int64_t n, std::vector<BlockId>& out) {
     KVSIM_CHECK(meta_[i].ref_cnt == 0, "free block " << b << " has ref_cnt " << meta_[i].ref_cnt);
     meta_[i].ref_cnt = 1;
     out.push_back(b);
+    if (allocation_log_ != nullptr) allocation_log_->push_back(b);
   }
   num_free_ -= n;
 }

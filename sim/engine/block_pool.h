@@ -69,6 +69,9 @@ class BlockPool {
   // Appends n blocks popped from the front of the free queue to `out`, each with ref_cnt 1.
   // Requires n <= num_free_blocks() (callers check first; running out is the preemption path).
   void get_new_blocks(int64_t n, std::vector<BlockId>& out);
+  // KV offload store fence (rule 24): while set, every block get_new_blocks hands out is also appended to
+  // `log` (not owned; the caller clears it). nullptr (the default): no log.
+  void set_allocation_log(std::vector<BlockId>* log) { allocation_log_ = log; }
   // The block cached under `key`, or kNoBlock.
   BlockId get_cached_block(uint64_t key) const;
   void touch(std::span<const BlockId> blocks);
@@ -121,6 +124,7 @@ class BlockPool {
   int64_t num_cached_free_ = 0;
   int64_t num_hashed_ = 0;
   int64_t evictions_ = 0;
+  std::vector<BlockId>* allocation_log_ = nullptr;
 };
 
 }  // namespace kvsim

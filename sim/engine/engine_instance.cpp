@@ -26,6 +26,7 @@ EngineInstance::EngineInstance(SimContext& ctx, EngineConfig config, const ILate
     offload_ = std::make_unique<KvOffload>(ctx_, config_.kv_offload, config_.layout.block_size, latency_,
                                            config_.max_num_batched_tokens);
     scheduler_.set_offload(offload_.get());
+    scheduler_.kv().pool().set_allocation_log(&allocated_);
   }
   for (const KvCacheGroup& g : config_.layout.groups) {
     if (g.kind == KvGroupKind::kSlidingWindow) {
@@ -122,9 +123,13 @@ void EngineInstance::emit_rejected(RequestRecord rec) {
 
 void EngineInstance::on_schedule() {
   schedule_pending_ = false;
+  allocated_.clear();
+  preempted_.clear();
   while (true) {
     scheduler_.schedule(ctx_.now(), out_);
     totals_.preemptions += out_.preemptions;
+    if (offload_)
+      for (int slot : out_.preempted) preempted_.push_back(scheduler_.request(slot).record.id);
     for (int slot : out_.rejected) {
       EngineRequest& r = scheduler_.request(slot);
       r.record.output_tokens = r.generated;
@@ -167,7 +172,16 @@ void EngineInstance::on_schedule() {
                      " s): the GPU's FLOP/s and bandwidths are too low for this workload");
   step_start_ = ctx_.now();
   step_in_flight_ = true;
-  ctx_.queue.schedule(ctx_.now() + d, Phase::kStepDone, kTagStepDone, [this] { on_step_done(); });
+  // Rule 24 (vLLM offloading/scheduler.py build_connector_meta: jobs_to_flush = the store jobs of requests
+  // preempted this step and of GPU blocks re-allocated this step; offloading/worker.py handle_preemptions
+  // waits for them synchronously before the forward pass): the step computes only after those stores end.
+  SimTime compute_start = ctx_.now();
+  if (offload_) compute_start = offload_->store_fence(allocated_, preempted_);
+  store_wait_ = compute_start - ctx_.now();
+  if (d.ns() > INT64_MAX - compute_start.ns())
+    throw InputError("the simulated clock would pass 292 years (a store fence at " +
+                     std::to_string(compute_start.seconds()) + " s)");
+  ctx_.queue.schedule(compute_start + d, Phase::kStepDone, kTagStepDone, [this] { on_step_done(); });
 }
 
 BatchShape EngineInstance::batch_shape() const {
@@ -225,21 +239,42 @@ void EngineInstance::offer_stores() {
     EngineRequest& r = scheduler_.request(s.slot);
     int64_t upto = std::min(s.num_computed_before + s.num_tokens, r.num_tokens);
     if (config_.kv_offload.offload_prompt_only) upto = std::min(upto, r.prompt_tokens);
-    offload_->offer_store(r.hasher.hashes(), r.next_store_chunk, upto, r.record);
+    const KvCacheCoordinator& kv = scheduler_.kv();
+    const std::vector<int64_t>& saved = r.record.saved_state_positions;
+    offload_->offer_store(
+        r.record.id, r.hasher.hashes(), kv.manager(kv.history_group()).blocks(s.slot), r.next_store_chunk, upto,
+        r.record, [&saved](int64_t pos) { return std::find(saved.begin(), saved.end(), pos) != saved.end(); },
+        [&kv, slot = s.slot](int64_t pos, std::vector<int32_t>& out) {
+          // State tables are position-indexed: the state saved at pos is in column pos / B - 1.
+          const auto col = static_cast<size_t>(pos / kv.block_size() - 1);
+          for (int g = 0; g < kv.num_groups(); ++g) {
+            if (kv.manager(g).kind() != KvGroupKind::kState) continue;
+            const std::span<const BlockId> t = kv.manager(g).blocks(slot);
+            if (col < t.size() && t[col] != kNullBlock) out.push_back(t[col]);
+          }
+        });
   }
 }
 
 void EngineInstance::start_tier_loads() {
   for (const auto& [slot, hit] : out_.tier_loads) {
     EngineRequest& r = scheduler_.request(slot);
-    r.record.tier_loaded_bytes += offload_->bytes_total(hit.tokens());
+    r.record.tier_loaded_bytes += offload_->load_bytes_total(hit);
     ++r.record.tier_loads;
     const SimTime submitted = ctx_.now();
-    offload_->start_load(r.hasher.hashes(), hit, [this, slot, submitted](SimTime, SimTime end) {
-      scheduler_.request(slot).record.tier_load_ns += (end - submitted).ns();
-      scheduler_.tier_loaded(slot);
-      request_schedule();
-    });
+    // Rule 24: the load writes the request's blocks past its GPU hit, handed out this step; it waits for
+    // their running stores, and for those of requests preempted this step (vLLM waits before the step).
+    const KvCacheCoordinator& kv = scheduler_.kv();
+    const std::span<const BlockId> table = kv.manager(kv.history_group()).blocks(slot);
+    const size_t first = std::min(table.size(), static_cast<size_t>(hit.begin / kv.block_size()));
+    offload_->start_load(
+        r.hasher.hashes(), hit,
+        [this, slot, submitted](SimTime, SimTime end) {
+          scheduler_.request(slot).record.tier_load_ns += (end - submitted).ns();
+          scheduler_.tier_loaded(slot);
+          request_schedule();
+        },
+        offload_->store_fence(table.subspan(first), preempted_));
   }
 }
 
@@ -252,6 +287,11 @@ void EngineInstance::on_step_done() {
   step.end = now;
   step.preemptions = out_.preemptions;
   step.instance = config_.instance;
+  if (offload_) {
+    step.store_wait_ns = store_wait_.ns();
+    for (int i = 0; i < offload_->num_tiers(); ++i)
+      step.tier_used_bytes[static_cast<size_t>(i)] = offload_->used_bytes(i);
+  }
   done_.clear();
   for (const ScheduledRequest& s : out_.scheduled) {
     EngineRequest& r = scheduler_.request(s.slot);

@@ -11,7 +11,9 @@
 // scheduling: a step is planned only after the previous one ended.
 //
 // KV offload (EngineConfig::kv_offload, sim/tier/kv_offload.h): after each plan the chunks the step
-// completes are offered for a store and submitted to the D2H queue when the step ends; a request admitted
+// completes are offered for a store and submitted to the D2H queue when the step ends; a step whose plan
+// reuses a GPU block with a store still running, or preempts a request with one, starts its forward pass
+// only when those stores end (rule 24, StepRecord::store_wait_ns); a request admitted
 // with a tier hit waits in WAITING_FOR_REMOTE_KVS while its load runs, then is admitted again (rest of
 // the prompt). Off: no tier object, no events, results as before.
 //
@@ -134,6 +136,11 @@ class EngineInstance {
   int window_ = 0;  // sliding window used for the windowed batch aggregates (0: none)
   EngineTotals totals_;
   std::vector<int> done_;
+  // KV offload store fence (rule 24): blocks the pool handed out and requests preempted while planning
+  // the step, and how long the step waited for their stores.
+  std::vector<BlockId> allocated_;
+  std::vector<RequestId> preempted_;
+  Duration store_wait_;
 };
 
 }  // namespace kvsim

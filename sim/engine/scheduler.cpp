@@ -102,8 +102,9 @@ void Scheduler::waiting_push_front(int slot) {
   }
 }
 
-void Scheduler::preempt(int slot) {
+void Scheduler::preempt(int slot, SchedulerOutput& out) {
   EngineRequest& r = request(slot);
+  out.preempted.push_back(slot);
   kv_.free(slot);
   r.num_computed = 0;
   r.status = RequestStatus::kPreempted;
@@ -120,7 +121,7 @@ void Scheduler::preempt_alone(int slot, SchedulerOutput& out) {
   EngineRequest& r = request(slot);
   if (r.alone_preempted_at != r.max_computed) {
     r.alone_preempted_at = r.max_computed;
-    preempt(slot);
+    preempt(slot, out);
     return;
   }
   kv_.free(slot);
@@ -341,7 +342,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       if (victim == slot && running_.empty())
         preempt_alone(victim, out);
       else
-        preempt(victim);
+        preempt(victim, out);
       ++out.preemptions;
       if (victim == slot) break;
     }
@@ -374,6 +375,11 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
         if (thr > 0) n = std::min(n, thr);
         if (!config_.enable_chunked_prefill && n > budget) break;
         n = std::min(n, budget);
+        // Hybrids: the rest of a tier-loaded prompt is chunked like any prefill (states on block boundaries).
+        if (align_) {
+          n = align_split(r, r.num_computed, n);
+          if (n == 0) break;
+        }
       }
       const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
       if (!kv_.allocate_slots(slot, r.num_computed, n, nullptr, 0, reserve)) break;
@@ -438,6 +444,12 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
           r.record.cached_tokens = hit_.num_tokens;
           r.record.tier_cached_tokens = std::min(th.end, r.num_tokens - 1) - hit_.num_tokens;
           r.record.tier_cached_blocks = th.tokens() / kv_.block_size();
+          for (const TierSegment& seg : th.segments) {
+            const auto t = static_cast<size_t>(seg.tier);
+            // A full-prompt hit keeps its last token to compute: the last segment gives it up.
+            r.record.tier_cached_tokens_by_tier[t] += std::min(seg.end, r.num_tokens - 1) - seg.begin;
+            r.record.tier_cached_blocks_by_tier[t] += (seg.end - seg.begin) / kv_.block_size();
+          }
           attribute_miss(r, std::min(th.end, r.num_tokens - 1), hit_.attention_tokens);
         }
         touch_hit(r, std::min(th.end, r.num_tokens - 1));

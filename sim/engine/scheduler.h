@@ -61,9 +61,12 @@ struct SchedulerOutput {
   // KV offload: requests admitted into WAITING_FOR_REMOTE_KVS this step to load tokens from the tier;
   // the caller starts the loads (KvOffload::start_load) and calls Scheduler::tier_loaded at their ends.
   std::vector<std::pair<int, TierHit>> tier_loads;
+  // Slots preempted this step (in order; KV offload flushes their pending stores, rule 24).
+  std::vector<int> preempted;
   void clear() {
     scheduled.clear();
     preemptions = 0;
+    preempted.clear();
     rejected.clear();
     remote_waits.clear();
     tier_loads.clear();
@@ -128,7 +131,7 @@ class Scheduler {
   void waiting_pop_front();
   void waiting_push_back(int slot);
   void waiting_push_front(int slot);
-  void preempt(int slot);
+  void preempt(int slot, SchedulerOutput& out);
   // The victim of a failed allocation is the request itself and nothing else runs.
   void preempt_alone(int slot, SchedulerOutput& out);
   void admit_lookup(EngineRequest& r);

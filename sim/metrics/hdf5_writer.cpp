@@ -215,6 +215,9 @@ struct RunFileStream::Impl {
     if (offload) {
       rq_tier_cached = I(w, g.get(), "tier_cached_tokens", z);
       rq_tier_load = D(w, g.get(), "tier_load_s", z, "s");
+      offload_tiers = std::clamp(o.offload_tiers, 1, kMaxOffloadTiers);
+      for (int t = 0; t < offload_tiers; ++t)
+        rq_tier_by.push_back(I(w, g.get(), ("tier" + std::to_string(t) + "_cached_tokens").c_str(), z));
     }
     Handle tr = w.group(file.get(), "transfers");
     tr_id = I(w, tr.get(), "request", z);
@@ -242,12 +245,16 @@ struct RunFileStream::Impl {
     st_cached = I(w, st.get(), "kv_blocks_cached", z);
     st_preemptions = I(w, st.get(), "preemptions", z);
     st_instance = I(w, st.get(), "instance", z);
+    if (offload) st_store_wait = D(w, st.get(), "store_wait_s", z, "s");
     Handle ts = w.group(file.get(), "timeseries");
     ts_time = D(w, ts.get(), "time_s", z, "s");
     ts_running = I(w, ts.get(), "running", z);
     ts_waiting = I(w, ts.get(), "waiting", z);
     ts_used = I(w, ts.get(), "kv_blocks_used", z);
     ts_concurrency = I(w, ts.get(), "concurrency", z);
+    if (offload)
+      for (int t = 0; t < offload_tiers; ++t)
+        ts_tier_used.push_back(I(w, ts.get(), ("tier" + std::to_string(t) + "_used_bytes").c_str(), z));
     Handle pi = w.group(ts.get(), "per_instance");
     pi_time = D(w, pi.get(), "time_s", z, "s");
     pi_instance = I(w, pi.get(), "instance", z);
@@ -278,6 +285,9 @@ struct RunFileStream::Impl {
   bool offload = false;
   Column<int64_t> rq_tier_cached;
   Column<double> rq_tier_load;
+  int offload_tiers = 0;
+  std::vector<Column<int64_t>> rq_tier_by, ts_tier_used;
+  Column<double> st_store_wait;
   Column<int64_t> rq_prefill_instance, rq_transfer_bytes, tr_id, tr_src_instance, tr_dst_instance, tr_src_rank,
       tr_dst_rank, tr_src_gpu, tr_dst_gpu, tr_bytes, tr_hops, tr_path, ln_link;
   Column<double> rq_prefill_done, rq_transfer_start, rq_transfer_end, rq_decode_scheduled, tr_start, tr_end, ln_time,
@@ -374,6 +384,8 @@ void RunFileStream::write_requests(const std::vector<RequestRow>& rows, const st
     if (m.offload) {
       m.rq_tier_cached.append(w, column_of(rows, [](const R& r) { return r.tier_cached_tokens; }));
       m.rq_tier_load.append(w, column_of(rows, [](const R& r) { return static_cast<double>(r.tier_load_ns) * 1e-9; }));
+      for (size_t t = 0; t < m.rq_tier_by.size(); ++t)
+        m.rq_tier_by[t].append(w, column_of(rows, [t](const R& r) { return r.tier_cached_tokens_by_tier[t]; }));
     }
   });
 }
@@ -428,6 +440,9 @@ void RunFileStream::write_steps(const std::vector<StepRecord>& rows) {
     m.st_cached.append(w, column_of(rows, [](const S& s) { return s.kv_blocks_cached; }));
     m.st_preemptions.append(w, column_of(rows, [&](const S& s) { return i64(s.preemptions); }));
     m.st_instance.append(w, column_of(rows, [&](const S& s) { return i64(s.instance); }));
+    if (m.offload)
+      m.st_store_wait.append(w,
+                             column_of(rows, [](const S& s) { return static_cast<double>(s.store_wait_ns) * 1e-9; }));
   });
 }
 
@@ -439,6 +454,7 @@ void RunFileStream::write_samples(const TimeSeries& ts, const InstanceSeries& is
     m.ts_waiting.append(w, ts.waiting);
     m.ts_used.append(w, ts.kv_blocks_used);
     m.ts_concurrency.append(w, ts.concurrency);
+    for (size_t t = 0; t < m.ts_tier_used.size(); ++t) m.ts_tier_used[t].append(w, ts.tier_used_bytes[t]);
     m.pi_time.append(w, is.time_s);
     m.pi_instance.append(w, is.instance);
     m.pi_running.append(w, is.running);
@@ -508,6 +524,8 @@ void write_run_file(const std::string& path, const RunCollector& collector, cons
   for (const PoolSummary& p : summary.pools)
     for (int k = 0; k < p.info.instances; ++k) o.usable_blocks.push_back(p.info.usable_blocks);
   if (o.usable_blocks.empty()) o.usable_blocks.push_back(std::max<int64_t>(summary.kv_blocks.total - 1, 0));
+  o.kv_offload = summary.kv_offload.present;
+  o.offload_tiers = std::max<int>(1, static_cast<int>(summary.kv_offload.tiers.size()));
   RunFileStream stream(path, o);
   std::vector<int64_t> ends(collector.saved_state_offsets().begin() + 1, collector.saved_state_offsets().end());
   stream.write_requests(collector.requests(), collector.saved_state_positions(), ends);

@@ -32,6 +32,9 @@
 //               step record in step-end order, kv_usage = used / usable blocks of that instance;
 //               links/{time_s, link, rate_bytes_per_s, utilisation}: per utilisation sample, the
 //               links with traffic
+//   KV offload runs only: /requests tier_cached_tokens, tier_load_s and tier<i>_cached_tokens per tier i
+//               (engine.kv_offload.tiers order); /steps store_wait_s (rule 24); /timeseries
+//               tier<i>_used_bytes (summed over instances, beside time_s)
 //   /summary    attribute "json" (summary_to_json without wall_s) and scalar attributes
 //               requests_finished, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, itl_p50_ms,
 //               e2e_p50_ms, e2e_p99_ms, requests_per_s, output_tokens_per_s, token_hit_rate,
@@ -82,7 +85,8 @@ struct RunFileOptions {
   // size / time table in the README (speed section).
   int compression = kDefaultCompression;
   std::vector<int64_t> usable_blocks;  // per instance: /timeseries/per_instance/kv_usage = used / this
-  bool kv_offload = false;             // the /requests tier columns (runs with engine.kv_offload only)
+  bool kv_offload = false;             // the tier columns (runs with engine.kv_offload only)
+  int offload_tiers = 1;               // with kv_offload: tiers per instance
   static constexpr int kDefaultCompression = 1;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // Typed records that models emit; sinks decide what is stored (HDF5, JSON summary, in memory).
 // Models never print or write files themselves.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +11,9 @@
 #include "sim/core/time.h"
 
 namespace kvsim {
+
+// Offload tiers of one engine at most (engine.kv_offload.tiers: one of each kind host, nvme, remote).
+inline constexpr int kMaxOffloadTiers = 3;
 
 // Why part of a prompt that matched in attention, or had been seen before, was not reused.
 enum class MissCause : uint8_t {
@@ -99,6 +103,10 @@ struct RequestRecord {
   int tier_loads = 0;
   int64_t tier_stored_bytes = 0;
   int64_t tier_stores_skipped_chunks = 0;
+  // tier_cached_tokens and tier_cached_blocks split by the tier each part came from (engine.kv_offload.tiers
+  // order: 0 = the host tier); they sum to the two totals.
+  std::array<int64_t, kMaxOffloadTiers> tier_cached_tokens_by_tier{};
+  std::array<int64_t, kMaxOffloadTiers> tier_cached_blocks_by_tier{};
 };
 
 // One flow of a KV transfer (a decode rank reading from one prefill rank), at its end.
@@ -138,6 +146,10 @@ struct StepRecord {
   int64_t kv_blocks_cached = 0;  // free blocks that still hold a hash
   int preemptions = 0;
   int instance = 0;
+  // KV offload (engine.kv_offload): the time the step waited before its forward pass for stores of GPU
+  // blocks it reuses (vLLM jobs_to_flush, rule 24; 0: none), and each tier's bytes in use after planning.
+  int64_t store_wait_ns = 0;
+  std::array<int64_t, kMaxOffloadTiers> tier_used_bytes{};
 };
 
 // A sink receives records as the simulation produces them.

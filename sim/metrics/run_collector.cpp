@@ -26,6 +26,7 @@ RunCollector::RunCollector(CollectorOptions options)
       queue_(options.exact_request_samples),
       itl_(options.exact_itl_samples) {
   KVSIM_CHECK(opt_.chunk_rows > 0, "chunk_rows must be positive");
+  KVSIM_CHECK(opt_.offload_tiers >= 0 && opt_.offload_tiers <= kMaxOffloadTiers, "bad offload tier count");
   if (opt_.timeseries_interval_s > 0)
     sample_interval_ns_ = std::max<int64_t>(duration_from_seconds(opt_.timeseries_interval_s).ns(), 1);
   KVSIM_CHECK(opt_.steps.mode != StepsOutput::Mode::kEvery || opt_.steps.every >= 1, "steps every N needs N >= 1");
@@ -82,6 +83,10 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   offload_.stored_bytes += r.tier_stored_bytes;
   offload_.stores_skipped_chunks += r.tier_stores_skipped_chunks;
   if (r.tier_loads > 0) tier_load_.add(static_cast<double>(r.tier_load_ns) * 1e-6);
+  for (size_t t = 0; t < tier_hit_tokens_.size(); ++t) {
+    tier_hit_tokens_[t] += r.tier_cached_tokens_by_tier[t];
+    tier_hit_blocks_[t] += r.tier_cached_blocks_by_tier[t];
+  }
   const auto cause = static_cast<size_t>(r.cause);
   KVSIM_CHECK(cause < prefix_.lost_tokens_by_cause.size(), "bad miss cause " << cause);
   prefix_.lost_tokens_by_cause[cause] += r.lost_tokens;
@@ -189,6 +194,7 @@ void RunCollector::on_request_done(const RequestRecord& r) {
   row.transfer_bytes = r.transfer_bytes;
   row.tier_cached_tokens = r.tier_cached_tokens;
   row.tier_load_ns = r.tier_load_ns;
+  row.tier_cached_tokens_by_tier = r.tier_cached_tokens_by_tier;
   row.cause = r.cause;
   row.finished = r.finished;
   row.rejected = r.rejected;
@@ -228,7 +234,12 @@ void RunCollector::on_step(const StepRecord& s) {
   sum_running_ += s.running - l.running;
   sum_waiting_ += s.waiting - l.waiting;
   sum_used_ += s.kv_blocks_used - l.used;
-  l = {s.running, s.waiting, s.kv_blocks_used, true};
+  for (size_t t = 0; t < sum_tier_used_.size(); ++t) sum_tier_used_[t] += s.tier_used_bytes[t] - l.tier_used[t];
+  l = {s.running, s.waiting, s.kv_blocks_used, true, s.tier_used_bytes};
+  if (s.store_wait_ns > 0) {
+    ++store_wait_steps_;
+    store_wait_ns_ += s.store_wait_ns;
+  }
   peak_used_ = std::max(peak_used_, sum_used_);
 
   const bool keep_step = opt_.steps.mode == StepsOutput::Mode::kAll ||
@@ -260,6 +271,8 @@ void RunCollector::sample(SimTime at, const StepRecord* only) {
     ts.waiting.push_back(sum_waiting_);
     ts.kv_blocks_used.push_back(sum_used_);
     ts.concurrency.push_back(level_ + pending_);
+    for (size_t t = 0; t < static_cast<size_t>(opt_.offload_tiers); ++t)
+      ts.tier_used_bytes[t].push_back(sum_tier_used_[t]);
     const auto row = [&](size_t i) {
       is.time_s.push_back(at.seconds());
       is.instance.push_back(static_cast<int64_t>(i));
@@ -441,6 +454,14 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
                                           static_cast<double>(out.prefix_cache.prompt_tokens)
                                     : 0.0;
     o.load_ms = tier_load_.summarize();
+    o.backend = info.offload_backend;
+    o.store_wait_steps = store_wait_steps_;
+    o.store_wait_ms = static_cast<double>(store_wait_ns_) * 1e-6;
+    o.tiers = info.offload_tiers;
+    for (size_t t = 0; t < o.tiers.size() && t < tier_hit_tokens_.size(); ++t) {
+      o.tiers[t].hit_tokens = tier_hit_tokens_[t];
+      o.tiers[t].hit_blocks = tier_hit_blocks_[t];
+    }
   }
   out.sim.events = info.events;
   out.sim.wall_s = info.wall_s;

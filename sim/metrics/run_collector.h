@@ -76,6 +76,7 @@ struct RequestRow {
   // KV offload (RequestRecord): tokens loaded from the tier at the first admission, load time of all loads.
   int64_t tier_cached_tokens = 0;
   int64_t tier_load_ns = 0;
+  std::array<int64_t, kMaxOffloadTiers> tier_cached_tokens_by_tier{};
 };
 
 struct TimeSeries {
@@ -84,6 +85,8 @@ struct TimeSeries {
   std::vector<int64_t> waiting;
   std::vector<int64_t> kv_blocks_used;
   std::vector<int64_t> concurrency;
+  // KV offload runs (CollectorOptions::offload_tiers): bytes in use in each tier, summed over instances.
+  std::array<std::vector<int64_t>, kMaxOffloadTiers> tier_used_bytes;
   void clear() { *this = {}; }
   size_t size() const { return time_s.size(); }
 };
@@ -129,6 +132,7 @@ struct CollectorOptions {
   int64_t exact_request_samples = int64_t{1} << 20;
   int64_t exact_itl_samples = int64_t{1} << 23;
   size_t chunk_rows = 65536;  // rows buffered before a stream write
+  int offload_tiers = 0;      // KV offload runs: tiers per instance (TimeSeries::tier_used_bytes)
 };
 
 // What the collector cannot see in records; the composition root supplies it at the end.
@@ -149,6 +153,9 @@ struct RunInfo {
   std::string offload_tier;
   int64_t offload_size_bytes = 0;  // per instance
   std::string offload_policy;
+  std::string offload_backend;
+  // Per tier (engine.kv_offload.tiers order), summed over instances: name, size and the tier's totals.
+  std::vector<RunSummary::KvOffloadTier> offload_tiers;
 };
 
 class RunCollector final : public IRecordSink {
@@ -192,6 +199,7 @@ class RunCollector final : public IRecordSink {
   struct Latest {
     int64_t running = 0, waiting = 0, used = 0;
     bool seen = false;
+    std::array<int64_t, kMaxOffloadTiers> tier_used{};
   };
   void advance(int64_t t);  // applies arrivals pending at an earlier instant
   void sample(SimTime at, const StepRecord* only);
@@ -233,6 +241,10 @@ class RunCollector final : public IRecordSink {
   // Time series.
   std::vector<Latest> latest_;
   int64_t sum_running_ = 0, sum_waiting_ = 0, sum_used_ = 0, peak_used_ = 0;
+  std::array<int64_t, kMaxOffloadTiers> sum_tier_used_{};
+  // KV offload: hits per tier (RequestRecord), steps that waited on a store and their wait (rule 24).
+  std::array<int64_t, kMaxOffloadTiers> tier_hit_tokens_{}, tier_hit_blocks_{};
+  int64_t store_wait_steps_ = 0, store_wait_ns_ = 0;
   int64_t next_sample_ns_ = INT64_MIN;
   int64_t sample_interval_ns_ = 1;  // timeseries_interval_s in ns (when > 0)
   int64_t num_steps_ = 0;

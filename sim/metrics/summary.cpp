@@ -251,6 +251,26 @@ std::string kv_offload_json(const RunSummary::KvOffload& o, int indent) {
   w.integer("stored_bytes", o.stored_bytes);
   w.integer("stores_skipped_chunks", o.stores_skipped_chunks);
   w.raw("load_ms", distribution_json(o.load_ms, w.child_indent()));
+  w.string("backend", o.backend);
+  w.integer("store_wait_steps", o.store_wait_steps);
+  w.number("store_wait_ms", o.store_wait_ms);
+  const int in = w.child_indent();
+  std::string list = "[";
+  for (size_t i = 0; i < o.tiers.size(); ++i) {
+    const KvOffloadTier& t = o.tiers[i];
+    JsonObjectWriter tw(in + 2);
+    tw.string("name", t.name);
+    tw.integer("size_bytes", t.size_bytes);
+    tw.integer("hit_tokens", t.hit_tokens);
+    tw.integer("hit_blocks", t.hit_blocks);
+    tw.integer("stored_bytes", t.stored_bytes);
+    tw.integer("loaded_bytes", t.loaded_bytes);
+    tw.integer("stores_skipped_chunks", t.stores_skipped_chunks);
+    tw.integer("peak_used_bytes", t.peak_used_bytes);
+    list += std::string(i == 0 ? "\n" : ",\n") + std::string(static_cast<size_t>(in + 2), ' ') + tw.finish();
+  }
+  list += o.tiers.empty() ? "]" : "\n" + std::string(static_cast<size_t>(in), ' ') + "]";
+  w.raw("tiers", list);
   return w.finish();
 }
 
@@ -437,6 +457,13 @@ std::string summary_to_text(const RunSummary& s) {
        << fmt(100.0 * o.combined_token_hit_rate, 2) << "%; loaded " << format_bytes(o.loaded_bytes) << " in " << o.loads
        << " loads (p50/p99 " << fmt(o.load_ms.p50, 3) << " / " << fmt(o.load_ms.p99, 3) << " ms), stored "
        << format_bytes(o.stored_bytes) << ", " << o.stores_skipped_chunks << " chunks skipped (tier full)\n";
+    os << "  " << o.backend << ", " << o.store_wait_steps << " steps waited on a store (" << fmt(o.store_wait_ms, 3)
+       << " ms in all)\n";
+    for (const KvOffloadTier& t : o.tiers)
+      os << "  tier " << t.name << " " << format_bytes(t.size_bytes) << ": hits " << t.hit_tokens << " tokens ("
+         << t.hit_blocks << " blocks), stored " << format_bytes(t.stored_bytes) << ", loaded "
+         << format_bytes(t.loaded_bytes) << ", peak " << format_bytes(t.peak_used_bytes) << ", "
+         << t.stores_skipped_chunks << " chunks skipped\n";
   }
   os << "sim          " << s.sim.events << " events, " << fmt(s.sim.wall_s, 2) << " s wall, fingerprint "
      << fingerprint_hex(s.sim.fingerprint) << "\n";

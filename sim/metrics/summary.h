@@ -102,7 +102,21 @@ struct PoolSummary {
   std::vector<InstanceSummary> per_instance;
 };
 
+// One KV offload tier over a run (summed over instances): hits served from it at first admissions, bytes
+// written into it and read out of it (host: to the GPU; lower tiers: promoted to the host), peak use.
+struct KvOffloadTier {
+  std::string name;
+  int64_t size_bytes = 0;  // per instance
+  int64_t hit_tokens = 0;
+  int64_t hit_blocks = 0;
+  int64_t stored_bytes = 0;
+  int64_t loaded_bytes = 0;
+  int64_t stores_skipped_chunks = 0;
+  int64_t peak_used_bytes = 0;  // the largest of the instances' peaks
+};
+
 struct RunSummary {
+  using KvOffloadTier = kvsim::KvOffloadTier;
   struct Requests {
     int64_t count = 0;  // records received (finished + unfinished)
     int64_t finished = 0;
@@ -175,6 +189,7 @@ struct RunSummary {
 
   // KV offload (engine.kv_offload): tier hits beyond the GPU hit at first admissions, copies both ways.
   struct KvOffload {
+    std::string backend;  // native | lmcache
     bool present = false;
     std::string tier;
     int64_t size_bytes = 0;  // per instance
@@ -189,6 +204,9 @@ struct RunSummary {
     int64_t stored_bytes = 0;
     int64_t stores_skipped_chunks = 0;  // store skipped: the tier was full of chunks it could not evict
     Distribution load_ms;               // per request with a load: admission to load end, queueing included
+    int64_t store_wait_steps = 0;       // steps whose forward pass waited on a store (rule 24)
+    double store_wait_ms = 0;           // their total wait
+    std::vector<KvOffloadTier> tiers;   // per tier, engine.kv_offload.tiers order
   } kv_offload;
 
   struct Sim {

@@ -224,22 +224,32 @@ KvOffloadSettings read_kv_offload(const Reader& r, const YAML::Node& n, const st
   const auto k = [&where](const std::string& key) { return where + "." + key; };
   KvOffloadSettings o;
   if (n["backend"]) o.backend = r.str(n["backend"], k("backend"));
-  if (o.backend != "native")
-    r.fail(k("backend"),
-           "only native (vLLM OffloadingConnector) is modelled (got " + quote_for_message(o.backend) + ")");
+  if (o.backend != "native" && o.backend != "lmcache")
+    r.fail(k("backend"), "must be native or lmcache (got " + quote_for_message(o.backend) + ")");
   if (!n["tiers"]) r.fail(k("tiers"), "missing (a list of {tier, size})");
   const YAML::Node tiers = n["tiers"];
   if (!tiers.IsSequence() || tiers.size() == 0) r.fail(k("tiers"), "must be a non-empty list of {tier, size}");
   for (size_t i = 0; i < tiers.size(); ++i) {
     const std::string w = k("tiers[" + std::to_string(i) + "]");
     const YAML::Node t = tiers[i];
-    r.only_keys(t, w, {"tier", "size"});
+    r.only_keys(t, w, {"tier", "size", "read_threads", "write_threads"});
     if (!t["tier"]) r.fail(w + ".tier", "missing (a tier of the hardware catalog, e.g. host_dram)");
     if (!t["size"]) r.fail(w + ".size", "missing (bytes, e.g. 64GiB)");
     KvOffloadTierSettings ts;
     ts.tier = r.str(t["tier"], w + ".tier");
     ts.size = r.bytes(t["size"], w + ".size");
     if (ts.size <= 0) r.fail(w + ".size", "must be > 0 (got " + quote_for_message(t["size"].Scalar()) + ")");
+    // Rule 26: I/O servers of a tier below the host tier (vLLM fs tier n_read_threads / n_write_threads).
+    // The host tier has none: its copies are the GPU's one D2H and one H2D queue (rule 19).
+    for (const char* key : {"read_threads", "write_threads"})
+      if (i == 0 && t[key])
+        r.fail(w + "." + key,
+               "only tiers below the host tier (tiers[1] on) have I/O threads; the host tier's copies "
+               "are the GPU's D2H and H2D queues");
+    if (t["read_threads"])
+      ts.read_threads = static_cast<int>(r.integer(t["read_threads"], w + ".read_threads", 1, 4096));
+    if (t["write_threads"])
+      ts.write_threads = static_cast<int>(r.integer(t["write_threads"], w + ".write_threads", 1, 4096));
     o.tiers.push_back(ts);
   }
   if (n["chunk_tokens"]) o.chunk_tokens = r.integer(n["chunk_tokens"], k("chunk_tokens"), 1, INT32_MAX);

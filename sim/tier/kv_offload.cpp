@@ -9,12 +9,6 @@ namespace kvsim {
 namespace {
 constexpr uint32_t kTagTierStoreDone = 0x20;
 constexpr uint32_t kTagTierLoadDone = 0x21;
-constexpr uint32_t kTagTierWriteThroughDone = 0x22;
-constexpr uint32_t kTagTierPromoteDone = 0x23;
-
-Duration job_duration(Duration latency, int64_t bytes, double bandwidth) {
-  return duration_from_seconds(latency.seconds() + static_cast<double>(bytes) / bandwidth);
-}
 }  // namespace
 
 KvOffload::KvOffload(SimContext& ctx, const KvOffloadConfig& config, int block_size, const ILatencyModel& latency,
@@ -30,10 +24,28 @@ KvOffload::KvOffload(SimContext& ctx, const KvOffloadConfig& config, int block_s
   KVSIM_CHECK(config.enabled && config.chunk_tokens == config.blocks_per_chunk * block_size,
               "offload chunk " << config.chunk_tokens << " is not blocks_per_chunk x block size");
   KVSIM_CHECK(config.read_bandwidth > 0 && config.write_bandwidth > 0, "tier bandwidth must be > 0");
+  KVSIM_CHECK(std::ssize(config.lower) < kMaxOffloadTiers, "more than " << kMaxOffloadTiers << " offload tiers");
   for (const KvOffloadLowerTier& l : config.lower) {
     KVSIM_CHECK(l.read_bandwidth > 0 && l.write_bandwidth > 0, "tier " << l.tier << " bandwidth must be > 0");
-    lower_.push_back(Lower{HostTier(l.capacity_chunks, "lru"), SimTime{}, SimTime{}});
+    lower_.push_back(std::make_unique<Lower>(ctx, l));
   }
+  totals_.resize(static_cast<size_t>(num_tiers()));
+}
+
+uint64_t KvOffload::state_key(uint64_t chunk_key, int64_t s) {
+  // splitmix64 finaliser over the chunk key and the slot: a domain of its own beside the block hashes.
+  uint64_t x = chunk_key ^ (0x73746174652d6b76ULL + static_cast<uint64_t>(s + 1) * 0x9E3779B97F4A7C15ULL);
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+bool KvOffload::state_ready(const HostTier& t, uint64_t chunk_key) const {
+  for (int64_t s = 0; s < config_.state_slots; ++s)
+    if (t.state(state_key(chunk_key, s)) != HostTier::State::kReady) return false;
+  return true;
 }
 
 void KvOffload::keys(std::span<const uint64_t> hashes, int64_t first, int64_t last, std::vector<uint64_t>& out) const {
@@ -41,6 +53,16 @@ void KvOffload::keys(std::span<const uint64_t> hashes, int64_t first, int64_t la
   const int64_t bpc = config_.blocks_per_chunk;
   last = std::min<int64_t>(last, std::ssize(hashes) / bpc);
   for (int64_t j = first; j < last; ++j) out.push_back(hashes[static_cast<size_t>((j + 1) * bpc - 1)]);
+}
+
+int64_t KvOffload::key_bytes_rank(std::span<const uint64_t> ks) const {
+  int64_t states = 0;
+  if (config_.state_slots > 0)
+    for (uint64_t k : ks) states += state_keys_.contains(k);
+  const int64_t chunks = std::ssize(ks) - states;
+  // A saved state's bytes are spread over its slots (the last slot may be partly empty).
+  return chunks * config_.chunk_bytes_rank +
+         (config_.state_slots > 0 ? states * config_.state_bytes_rank / config_.state_slots : 0);
 }
 
 Duration KvOffload::load_duration(int64_t bytes_rank) const {
@@ -51,10 +73,19 @@ Duration KvOffload::store_duration(int64_t bytes_rank) const {
   return duration_from_seconds(config_.latency.seconds() + static_cast<double>(bytes_rank) / config_.write_bandwidth);
 }
 
+namespace {
+// The cost policy (rule 27): load only when the path (lower-tier hops `promote_s`, then latency + bytes /
+// read bandwidth to the GPU) is faster than the chunked prefill of the same tokens.
+bool cheaper_than_prefill(const KvOffloadConfig& c, const ILatencyModel& latency, int64_t prefill_chunk,
+                          int64_t bytes_rank, int64_t from, int64_t tokens, double promote_s) {
+  if (!c.cost_policy) return true;  // vLLM never weighs a hit against recompute
+  const double load_s = promote_s + c.latency.seconds() + static_cast<double>(bytes_rank) / c.read_bandwidth;
+  return load_s < prefill_seconds(latency, tokens, prefill_chunk, from);
+}
+}  // namespace
+
 bool KvOffload::worth_loading(int64_t from, int64_t tokens) const {
-  if (!config_.cost_policy) return true;  // vLLM never weighs a hit against recompute
-  const double load_s = config_.latency.seconds() + static_cast<double>(bytes_rank(tokens)) / config_.read_bandwidth;
-  return load_s < prefill_seconds(latency_, tokens, prefill_chunk_, from);
+  return cheaper_than_prefill(config_, latency_, prefill_chunk_, bytes_rank(tokens), from, tokens, 0);
 }
 
 TierHit KvOffload::lookup(std::span<const uint64_t> hashes, int64_t gpu_hit, int64_t num_tokens) {
@@ -63,66 +94,198 @@ TierHit KvOffload::lookup(std::span<const uint64_t> hashes, int64_t gpu_hit, int
   keys(hashes, 0, INT64_MAX, keys_);
   tier_.touch(keys_);
   const int64_t first = gpu_hit / c;
-  if (first >= std::ssize(keys_)) return {};
+  const int64_t nk = std::ssize(keys_);
+  if (first >= nk) return {};
   const std::span<const uint64_t> all(keys_);
-  const int64_t run = tier_.ready_run(all.subspan(static_cast<size_t>(first)));
-  // Rule 25: a chunk the host lacks (not one whose store is pending) continues in the first lower tier.
-  const int64_t next = first + run;
-  int lower = -1;
-  int64_t lower_run = 0;
-  if (next < std::ssize(keys_) && tier_.state(keys_[static_cast<size_t>(next)]) == HostTier::State::kAbsent) {
-    for (size_t i = 0; i < lower_.size() && lower < 0; ++i) {
+  struct Run {
+    int tier;
+    int64_t from, to;  // chunks
+  };
+  std::vector<Run> runs;
+  int64_t pos = first + tier_.ready_run(all.subspan(static_cast<size_t>(first)));
+  if (pos > first) runs.push_back({0, first, pos});
+  if (config_.lmcache) {
+    // LMCache async_lookup_and_prefetch: each backend in order counts the prefix of the remaining keys
+    // it holds; "we retrieve 0-t1 tokens from backend 1 and t1-t2 tokens from backend 2, etc."
+    for (size_t i = 0; i < lower_.size() && pos < nk; ++i) {
+      const int64_t n = lower_[i]->index.ready_run(all.subspan(static_cast<size_t>(pos)));
+      if (n > 0) runs.push_back({static_cast<int>(i) + 1, pos, pos + n});
+      pos += n;
+    }
+  } else if (pos < nk && tier_.state(keys_[static_cast<size_t>(pos)]) == HostTier::State::kAbsent) {
+    // Rule 25: a chunk the host lacks (not one whose store is pending) continues in the first lower tier
+    // (list order) that holds a ready run there.
+    for (size_t i = 0; i < lower_.size(); ++i) {
       int64_t n = 0;
-      for (int64_t j = next; j < std::ssize(keys_); ++j) {
+      for (int64_t j = pos; j < nk; ++j) {
         const uint64_t k = keys_[static_cast<size_t>(j)];
-        if (tier_.state(k) != HostTier::State::kAbsent || lower_[i].index.state(k) != HostTier::State::kReady) break;
+        if (tier_.state(k) != HostTier::State::kAbsent || lower_[i]->index.state(k) != HostTier::State::kReady) break;
         ++n;
       }
-      if (n > 0) lower = static_cast<int>(i), lower_run = n;
+      if (n > 0) {
+        runs.push_back({static_cast<int>(i) + 1, pos, pos + n});
+        pos += n;
+        break;
+      }
     }
   }
-  const int64_t end = std::min((next + lower_run) * c, num_tokens);
-  if (run + lower_run == 0 || end <= gpu_hit) return {};  // a hit below one chunk is ignored
-  if (!worth_loading(gpu_hit, end - gpu_hit)) return {};
-  TierHit hit{gpu_hit, end, lower, end};
-  if (lower >= 0) hit.promote_begin = std::max(gpu_hit, next * c);
+  if (runs.empty()) return {};  // a hit below one chunk is ignored
+  int64_t cap = num_tokens;
+  if (config_.state_slots > 0) {
+    // vLLM _lookup_complete_chunks with Mamba groups: the hit is capped at num_tokens - 1 rounded down to
+    // the Mamba alignment (the block size), and the Mamba group accepts a candidate end only where its one
+    // chunk window (the state at that boundary) hits: the groups iterate to the fixed point, here the last
+    // chunk boundary whose state the tier serving the chunk before it holds.
+    cap = (num_tokens - 1) / block_size_ * block_size_;
+    int64_t e = std::min(pos, cap / c);
+    while (e > first) {
+      const auto run = std::find_if(runs.begin(), runs.end(), [e](const Run& r) { return r.from < e && e <= r.to; });
+      if (run != runs.end() && state_ready(index(run->tier), keys_[static_cast<size_t>(e - 1)])) break;
+      --e;
+    }
+    pos = e;
+  }
+  const int64_t end = std::min(pos * c, cap);
+  if (end <= gpu_hit) return {};
+  TierHit hit{gpu_hit, end, {}};
+  // The cost policy prices the whole path: each lower tier's promotion (they run side by side: the
+  // slowest counts) before the host -> GPU copy.
+  double promote_s = 0;
+  for (const Run& r : runs) {
+    const int64_t b = std::max(gpu_hit, r.from * c), e = std::min(r.to * c, end);
+    if (e <= b) continue;
+    hit.segments.push_back(TierSegment{r.tier, b, e});
+    if (r.tier > 0) {
+      const KvOffloadLowerTier& l = config_.lower[static_cast<size_t>(r.tier - 1)];
+      promote_s = std::max(promote_s, l.latency.seconds() + static_cast<double>(bytes_rank(e - b)) / l.read_bandwidth);
+    }
+  }
+  if (!cheaper_than_prefill(config_, latency_, prefill_chunk_, bytes_rank(end - gpu_hit), gpu_hit, end - gpu_hit,
+                            promote_s))
+    return {};
   return hit;
 }
 
-void KvOffload::offer_store(std::span<const uint64_t> hashes, int64_t& next_chunk, int64_t upto_tokens,
-                            RequestRecord& rec) {
-  const int64_t last =
-      std::min<int64_t>(upto_tokens / config_.chunk_tokens, std::ssize(hashes) / config_.blocks_per_chunk);
+void KvOffload::offer_store(RequestId id, std::span<const uint64_t> hashes, std::span<const int32_t> blocks,
+                            int64_t& next_chunk, int64_t upto_tokens, RequestRecord& rec,
+                            const std::function<bool(int64_t)>& state_at,
+                            const std::function<void(int64_t, std::vector<int32_t>&)>& state_blocks) {
+  const int64_t c = config_.chunk_tokens, bpc = config_.blocks_per_chunk;
+  const int64_t last = std::min<int64_t>(upto_tokens / c, std::ssize(hashes) / bpc);
   if (last <= next_chunk) return;
-  keys(hashes, next_chunk, last, keys_);
-  keys(hashes, 0, last, protected_);
+  const int64_t first = next_chunk;
   next_chunk = last;
-  int64_t inserted = 0, evicted = 0;
-  if (!tier_.prepare_store(keys_, protected_, &inserted, &evicted)) {
-    rec.tier_stores_skipped_chunks += std::ssize(keys_);
-    return;
+  keys(hashes, first, last, keys_);
+  // The chunk keys, each followed by its state's keys when the GPU saved a state at the chunk's end.
+  std::vector<uint64_t> offered;
+  for (int64_t j = first; j < last; ++j) {
+    const uint64_t k = keys_[static_cast<size_t>(j - first)];
+    offered.push_back(k);
+    if (config_.state_slots > 0 && state_at && state_at((j + 1) * c)) {
+      for (int64_t s = 0; s < config_.state_slots; ++s) {
+        offered.push_back(state_key(k, s));
+        state_keys_.insert(offered.back());
+      }
+    }
   }
-  tier_.touch(keys_);  // vLLM _touch after a store (keys already present become most recent)
-  if (inserted == 0) return;
-  std::vector<uint64_t> job;
-  for (uint64_t k : keys_)
-    if (tier_.state(k) == HostTier::State::kPending) job.push_back(k);
-  rec.tier_stored_bytes += inserted * config_.chunk_bytes;
-  ever_stored_.insert(job.begin(), job.end());
+  keys(hashes, 0, last, protected_);
+  protected_.insert(protected_.end(), offered.begin(), offered.end());
+  const auto absent_in = [&](const HostTier& t) {
+    std::vector<uint64_t> out;
+    for (uint64_t k : offered)
+      if (t.state(k) == HostTier::State::kAbsent) out.push_back(k);
+    return out;
+  };
+  StoreJob job;
+  job.id = id;
+  int64_t inserted = 0, evicted = 0;
+  std::vector<uint64_t> fresh = absent_in(tier_);
+  if (tier_.prepare_store(offered, protected_, &inserted, &evicted)) {
+    tier_.touch(offered);  // vLLM _touch after a store (keys already present become most recent)
+    job.keys = std::move(fresh);
+  } else {
+    rec.tier_stores_skipped_chunks += last - first;
+    totals_[0].stores_skipped_chunks += last - first;
+  }
+  std::unordered_set<uint64_t> copied(job.keys.begin(), job.keys.end());
+  if (config_.lmcache) {
+    // LMCache StorageManager.batched_put: a put to every backend, each with its own allocator.
+    job.lower_keys.resize(lower_.size());
+    for (size_t i = 0; i < lower_.size(); ++i) {
+      HostTier& t = lower_[i]->index;
+      std::vector<uint64_t> f = absent_in(t);
+      if (!t.prepare_store(offered, protected_, &inserted, &evicted)) {
+        totals_[i + 1].stores_skipped_chunks += last - first;
+        continue;
+      }
+      t.touch(offered);
+      copied.insert(f.begin(), f.end());
+      job.lower_keys[i] = std::move(f);
+    }
+  }
+  note_usage();
+  if (copied.empty()) return;
+  const int64_t host_total = key_bytes_rank(job.keys) * (config_.chunk_bytes / config_.chunk_bytes_rank);
+  rec.tier_stored_bytes += host_total;
+  totals_[0].stored_bytes += host_total;
+  std::vector<uint64_t> all_copied;
+  for (uint64_t k : offered)
+    if (copied.contains(k)) all_copied.push_back(k);
+  job.bytes_rank = key_bytes_rank(all_copied);
+  ever_stored_.insert(all_copied.begin(), all_copied.end());
+  // The GPU blocks the copy reads (rule 24): those of every chunk with a key copied.
+  for (int64_t j = first; j < last; ++j) {
+    if (!copied.contains(keys_[static_cast<size_t>(j - first)])) continue;
+    for (int64_t b = j * bpc; b < (j + 1) * bpc && b < std::ssize(blocks); ++b)
+      job.blocks.push_back(blocks[static_cast<size_t>(b)]);
+    // Hybrids: the blocks holding the state saved at the chunk's end, when the copy takes it.
+    if (config_.state_slots > 0 && state_blocks && copied.contains(state_key(keys_[static_cast<size_t>(j - first)], 0)))
+      state_blocks((j + 1) * c, job.blocks);
+  }
   step_stores_.push_back(std::move(job));
 }
 
 void KvOffload::submit_stores() {
   const SimTime now = ctx_.now();
-  for (auto& job : step_stores_) {
+  for (StoreJob& job : step_stores_) {
     const SimTime start = std::max(now, d2h_free_);
-    d2h_free_ = start + store_duration(std::ssize(job) * config_.chunk_bytes_rank);
-    ctx_.queue.schedule(d2h_free_, Phase::kTransferDone, kTagTierStoreDone, [this, keys = std::move(job)] {
-      tier_.complete_store(keys);
-      write_through(keys);
+    d2h_free_ = start + store_duration(job.bytes_rank);
+    const SimTime end = d2h_free_;
+    for (int32_t b : job.blocks) {
+      SimTime& e = block_store_end_[b];
+      e = std::max(e, end);
+    }
+    SimTime& re = request_store_end_[job.id.value()];
+    re = std::max(re, end);
+    ctx_.queue.schedule(end, Phase::kTransferDone, kTagTierStoreDone, [this, end, job = std::move(job)]() mutable {
+      tier_.complete_store(job.keys);
+      if (config_.lmcache) {
+        for (size_t i = 0; i < job.lower_keys.size(); ++i) write_lower(i, std::move(job.lower_keys[i]), false);
+      } else {
+        write_through(job.keys);
+      }
+      for (int32_t b : job.blocks) {
+        const auto it = block_store_end_.find(b);
+        if (it != block_store_end_.end() && it->second == end) block_store_end_.erase(it);
+      }
+      const auto it = request_store_end_.find(job.id.value());
+      if (it != request_store_end_.end() && it->second == end) request_store_end_.erase(it);
     });
   }
   step_stores_.clear();
+}
+
+SimTime KvOffload::store_fence(std::span<const int32_t> reused, std::span<const RequestId> preempted) const {
+  SimTime t = ctx_.now();
+  for (int32_t b : reused) {
+    const auto it = block_store_end_.find(b);
+    if (it != block_store_end_.end()) t = std::max(t, it->second);
+  }
+  for (RequestId id : preempted) {
+    const auto it = request_store_end_.find(id.value());
+    if (it != request_store_end_.end()) t = std::max(t, it->second);
+  }
+  return t;
 }
 
 bool KvOffload::evicted_from_all_tiers(std::span<const uint64_t> hashes, int64_t block) const {
@@ -131,33 +294,41 @@ bool KvOffload::evicted_from_all_tiers(std::span<const uint64_t> hashes, int64_t
   if (last >= std::ssize(hashes)) return false;
   const uint64_t key = hashes[static_cast<size_t>(last)];
   if (!ever_stored_.contains(key) || tier_.state(key) != HostTier::State::kAbsent) return false;
-  for (const Lower& l : lower_)
-    if (l.index.state(key) != HostTier::State::kAbsent) return false;
+  for (const auto& l : lower_)
+    if (l->index.state(key) != HostTier::State::kAbsent) return false;
   return true;
 }
 
 void KvOffload::write_through(const std::vector<uint64_t>& keys) {
   for (size_t i = 0; i < lower_.size(); ++i) {
-    Lower& l = lower_[i];
-    int64_t inserted = 0, evicted = 0;
-    if (!l.index.prepare_store(keys, keys, &inserted, &evicted) || inserted == 0) continue;
-    std::vector<uint64_t> job;
+    HostTier& t = lower_[i]->index;
+    std::vector<uint64_t> fresh;
     for (uint64_t k : keys)
-      if (l.index.state(k) == HostTier::State::kPending && tier_.state(k) == HostTier::State::kReady) job.push_back(k);
-    tier_.begin_load(job);  // vLLM prepare_read: the host chunk is pinned until written
-    const SimTime start = std::max(ctx_.now(), l.write_free);
-    l.write_free = start + job_duration(config_.lower[i].latency, std::ssize(job) * config_.chunk_bytes_rank,
-                                        config_.lower[i].write_bandwidth);
-    ctx_.queue.schedule(l.write_free, Phase::kTransferDone, kTagTierWriteThroughDone, [this, i, keys = std::move(job)] {
-      lower_[i].index.complete_store(keys);
-      tier_.end_load(keys);
-    });
+      if (t.state(k) == HostTier::State::kAbsent && tier_.state(k) == HostTier::State::kReady) fresh.push_back(k);
+    int64_t inserted = 0, evicted = 0;
+    if (!t.prepare_store(keys, keys, &inserted, &evicted)) {
+      totals_[i + 1].stores_skipped_chunks += std::ssize(keys);
+      continue;
+    }
+    write_lower(i, std::move(fresh), true);
   }
 }
 
-void KvOffload::load_from_host(std::vector<uint64_t> job, int64_t bytes, SimTime first_start,
+void KvOffload::write_lower(size_t i, std::vector<uint64_t> ks, bool pin_host) {
+  if (ks.empty()) return;
+  if (pin_host) tier_.begin_load(ks);  // vLLM prepare_read: the host chunk is pinned until written
+  const int64_t bytes = key_bytes_rank(ks);
+  totals_[i + 1].stored_bytes += bytes * (config_.chunk_bytes / config_.chunk_bytes_rank);
+  note_usage();
+  lower_[i]->io.submit(IoStation::Dir::kWrite, bytes, [this, i, pin_host, ks = std::move(ks)](SimTime) {
+    lower_[i]->index.complete_store(ks);
+    if (pin_host) tier_.end_load(ks);
+  });
+}
+
+void KvOffload::load_from_host(std::vector<uint64_t> job, int64_t bytes, SimTime first_start, SimTime not_before,
                                std::function<void(SimTime, SimTime)> done) {
-  const SimTime start = std::max(ctx_.now(), h2d_free_);
+  const SimTime start = std::max({ctx_.now(), h2d_free_, not_before});
   h2d_free_ = start + load_duration(bytes);
   ctx_.queue.schedule(h2d_free_, Phase::kTransferDone, kTagTierLoadDone,
                       [this, keys = std::move(job), first_start, end = h2d_free_, done = std::move(done)] {
@@ -166,44 +337,83 @@ void KvOffload::load_from_host(std::vector<uint64_t> job, int64_t bytes, SimTime
                       });
 }
 
-void KvOffload::start_load(std::span<const uint64_t> hashes, TierHit hit, std::function<void(SimTime, SimTime)> done) {
+void KvOffload::start_load(std::span<const uint64_t> hashes, const TierHit& hit,
+                           std::function<void(SimTime, SimTime)> done, SimTime not_before) {
   const int64_t c = config_.chunk_tokens;
-  const int64_t bytes = bytes_rank(hit.tokens() / block_size_ * block_size_);
-  std::vector<uint64_t> job;
-  if (hit.lower < 0) {
-    keys(hashes, hit.begin / c, (hit.end + c - 1) / c, job);
-    tier_.begin_load(job);
-    load_from_host(std::move(job), bytes, std::max(ctx_.now(), h2d_free_), std::move(done));
-    return;
-  }
-  // Two hops: lower -> host, then host -> GPU (rule 25).
-  std::vector<uint64_t> promoted;
-  keys(hashes, hit.begin / c, hit.promote_begin / c, job);
-  keys(hashes, hit.promote_begin / c, (hit.end + c - 1) / c, promoted);
-  tier_.begin_load(job);
-  const size_t li = static_cast<size_t>(hit.lower);
-  Lower& l = lower_[li];
-  l.index.begin_load(promoted);
+  const int64_t tp = config_.chunk_bytes / config_.chunk_bytes_rank;
+  const bool hybrid = config_.state_slots > 0;
+  const int64_t bytes = bytes_rank(hit.tokens() / block_size_ * block_size_) + (hybrid ? config_.state_bytes_rank : 0);
+  totals_[0].loaded_bytes += bytes * tp;
+  struct Pending {
+    std::vector<uint64_t> host_job;
+    int outstanding = 0;
+    int64_t bytes = 0;
+    SimTime first_start;
+    SimTime not_before;
+    std::function<void(SimTime, SimTime)> done;
+  };
+  auto p = std::make_shared<Pending>();
+  p->bytes = bytes;
+  p->first_start = ctx_.now();
+  p->not_before = not_before;
+  p->done = std::move(done);
   keys(hashes, 0, (hit.end + c - 1) / c, protected_);
-  int64_t inserted = 0, evicted = 0;
-  const bool kept = tier_.prepare_store(promoted, protected_, &inserted, &evicted);
-  const SimTime start = std::max(ctx_.now(), l.read_free);
-  const int64_t promote_bytes = bytes_rank((hit.end - hit.promote_begin) / block_size_ * block_size_);
-  l.read_free = start + job_duration(config_.lower[li].latency, promote_bytes, config_.lower[li].read_bandwidth);
-  ctx_.queue.schedule(l.read_free, Phase::kTransferDone, kTagTierPromoteDone,
-                      [this, li, kept, bytes, start, job = std::move(job), promoted = std::move(promoted),
-                       done = std::move(done)]() mutable {
-                        lower_[li].index.end_load(promoted);
-                        if (kept) {
-                          tier_.complete_store(promoted);
-                          std::vector<uint64_t> now_held;
-                          for (uint64_t k : promoted)
-                            if (tier_.state(k) == HostTier::State::kReady) now_held.push_back(k);
-                          tier_.begin_load(now_held);
-                          job.insert(job.end(), now_held.begin(), now_held.end());
-                        }
-                        load_from_host(std::move(job), bytes, start, std::move(done));
-                      });
+  for (size_t si = 0; si < hit.segments.size(); ++si) {
+    const TierSegment& seg = hit.segments[si];
+    std::vector<uint64_t> ks;
+    keys(hashes, seg.begin / c, (seg.end + c - 1) / c, ks);
+    // The state at the hit's end comes from the tier serving the last chunk.
+    if (hybrid && si + 1 == hit.segments.size()) {
+      const uint64_t last = ks.back();
+      for (int64_t s = 0; s < config_.state_slots; ++s) ks.push_back(state_key(last, s));
+    }
+    if (seg.tier == 0) {
+      // vLLM pins a hit's blocks at lookup; here a promotion started earlier in the same planning pass
+      // (another request's) may have evicted one of these idle chunks: it is loaded as planned, unpinned.
+      std::erase_if(ks, [this](uint64_t k) { return tier_.state(k) != HostTier::State::kReady; });
+      tier_.begin_load(ks);
+      p->host_job.insert(p->host_job.end(), ks.begin(), ks.end());
+      continue;
+    }
+    // Promotion lower -> host (rule 25; LMCache: the write-back of a lower-tier hit to the host tier),
+    // then one host -> GPU job for the whole hit once every promotion ended.
+    const size_t li = static_cast<size_t>(seg.tier - 1);
+    lower_[li]->index.begin_load(ks);
+    std::vector<uint64_t> fresh;
+    for (uint64_t k : ks)
+      if (tier_.state(k) == HostTier::State::kAbsent) fresh.push_back(k);
+    std::vector<uint64_t> prot = protected_;
+    prot.insert(prot.end(), ks.begin(), ks.end());
+    int64_t inserted = 0, evicted = 0;
+    const bool kept = tier_.prepare_store(fresh, prot, &inserted, &evicted);
+    note_usage();
+    const int64_t seg_bytes = key_bytes_rank(ks);
+    totals_[static_cast<size_t>(seg.tier)].loaded_bytes += seg_bytes * tp;
+    ++p->outstanding;
+    lower_[li]->io.submit(
+        IoStation::Dir::kRead, seg_bytes, [this, li, kept, p, ks = std::move(ks), fresh = std::move(fresh)](SimTime) {
+          lower_[li]->index.end_load(ks);
+          if (kept) {
+            tier_.complete_store(fresh);
+            std::vector<uint64_t> now_held;
+            for (uint64_t k : fresh)
+              if (tier_.state(k) == HostTier::State::kReady) now_held.push_back(k);
+            tier_.begin_load(now_held);
+            p->host_job.insert(p->host_job.end(), now_held.begin(), now_held.end());
+          }
+          if (--p->outstanding == 0)
+            load_from_host(std::move(p->host_job), p->bytes, p->first_start, p->not_before, std::move(p->done));
+        });
+  }
+  if (p->outstanding == 0)
+    load_from_host(std::move(p->host_job), p->bytes, p->first_start, p->not_before, std::move(p->done));
+}
+
+void KvOffload::note_usage() {
+  for (int i = 0; i < num_tiers(); ++i) {
+    TierTotals& t = totals_[static_cast<size_t>(i)];
+    t.peak_used_bytes = std::max(t.peak_used_bytes, used_bytes(i));
+  }
 }
 
 }  // namespace kvsim

@@ -16,16 +16,22 @@ KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, co
   const auto fail = [&key](const std::string& sub, const std::string& msg) {
     throw InputError(key + (sub.empty() ? "" : "." + sub) + ": " + msg);
   };
-  if (s->backend != "native")
-    fail("backend", "only native (vLLM OffloadingConnector) is modelled (got " + s->backend + ")");
+  if (s->backend != "native" && s->backend != "lmcache")
+    fail("backend", "must be native or lmcache (got " + s->backend + ")");
   if (s->eviction != "lru" && s->eviction != "arc") fail("eviction", "must be lru or arc (got " + s->eviction + ")");
   if (s->policy != "vllm" && s->policy != "cost") fail("policy", "must be vllm or cost (got " + s->policy + ")");
   if (s->tiers.empty()) fail("tiers", "must name at least the host tier");
   // The OffloadingConnector keys chunks by block hash: without prefix caching there are no hashes.
   if (!enable_prefix_caching) fail("", "needs enable_prefix_caching (chunks are keyed by block hash)");
-  if (layout.groups.size() != 1 || layout.groups.front().kind != KvGroupKind::kFullAttention)
-    fail("", "only models with one full-attention KV cache group are modelled (this layout has " +
-                 std::to_string(layout.groups.size()) + " groups)");
+  // Full-attention groups, optionally with state groups (hybrids: the saved states travel with the
+  // chunks). Sliding-window groups (vLLM: a window of chunks per lookup) are not modelled.
+  int64_t attention_bytes = 0, state_bytes = 0;
+  for (const KvCacheGroup& g : layout.groups) {
+    if (g.kind == KvGroupKind::kSlidingWindow)
+      fail("", "models with sliding-window KV cache groups are not modelled for offload");
+    (g.kind == KvGroupKind::kState ? state_bytes : attention_bytes) += g.page_bytes_per_layer * g.num_layers;
+  }
+  if (attention_bytes == 0) fail("", "needs a full-attention KV cache group (state-only models are not modelled)");
   // Catalog entry of tiers[i]; its kind is the name up to the first '-' (host, nvme, remote).
   const auto catalog = [&](size_t i) -> const std::pair<const std::string, TierSpec>& {
     std::string name = s->tiers[i].tier;
@@ -53,16 +59,26 @@ KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, co
   const auto it = hw.tiers.find(name);
   const TierSpec& spec = it->second;
   const int64_t b = layout.block_size;
-  c.chunk_tokens = s->chunk_tokens == 0 ? b : s->chunk_tokens;
+  const bool lmcache = s->backend == "lmcache";
+  // LMCache chunk_size defaults to 256 tokens (lmcache/v1/config.py); native: one GPU block.
+  c.chunk_tokens = s->chunk_tokens != 0 ? s->chunk_tokens : lmcache ? 256 : b;
   if (c.chunk_tokens <= 0 || c.chunk_tokens % b != 0)
     fail("chunk_tokens", "must be a multiple of the block size " + std::to_string(b) + " (got " +
-                             std::to_string(s->chunk_tokens) + ")");
+                             std::to_string(c.chunk_tokens) + (s->chunk_tokens == 0 ? ", the lmcache default" : "") +
+                             ")");
   if (t.size <= 0) fail("tiers[0].size", "must be > 0");
   c.enabled = true;
   c.tier = name;
   c.size_bytes = t.size;
   c.blocks_per_chunk = c.chunk_tokens / b;
-  c.chunk_bytes_rank = layout.bytes_per_block * c.blocks_per_chunk;
+  // One block id's bytes (every layer of a single attention group); hybrids: the attention groups' pages.
+  const bool hybrid = state_bytes > 0;
+  c.chunk_bytes_rank = (hybrid ? attention_bytes : layout.bytes_per_block) * c.blocks_per_chunk;
+  c.lmcache = lmcache;
+  if (hybrid) {
+    c.state_bytes_rank = state_bytes;
+    c.state_slots = (state_bytes + c.chunk_bytes_rank - 1) / c.chunk_bytes_rank;
+  }
   // vLLM cpu/spec.py: num_cpu_blocks = cpu_bytes_to_use // (bytes per block x blocks_per_chunk x copies),
   // copies = TP (the MLA replicated layout, one copy, is not modelled).
   c.chunk_bytes = c.chunk_bytes_rank * tp;
@@ -84,9 +100,14 @@ KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, co
     l.tier = catalog(i).first;
     l.size_bytes = s->tiers[i].size;
     l.capacity_chunks = c.chunk_bytes > 0 ? l.size_bytes / c.chunk_bytes : 0;
-    l.read_bandwidth = ls.read_bandwidth;
-    l.write_bandwidth = ls.write_bandwidth;
+    // The remote store's catalog bandwidth is the node's (models/hardware/tiers.yaml, remote-rdma: "Node-level;
+    // about 10.85 GB/s per GPU when 8 GPUs share it"): each of the engine's TP ranks gets its share.
+    const int share = kind(l.tier) == "remote" ? std::max(tp, 1) : 1;
+    l.read_bandwidth = ls.read_bandwidth / share;
+    l.write_bandwidth = ls.write_bandwidth / share;
     l.latency = ls.latency;
+    l.read_servers = s->tiers[i].read_threads;
+    l.write_servers = s->tiers[i].write_threads;
     c.lower.push_back(l);
   }
   return c;

@@ -62,6 +62,7 @@ TEST(PlotScript, WritesEveryPngForARunFile) {
   }
   EXPECT_FALSE(fs::exists(dir / "plots" / "instance_load.png")) << "one instance: no per-instance plots";
   EXPECT_FALSE(fs::exists(dir / "plots" / "ttft_breakdown.png")) << "colocated: no disaggregation plots";
+  EXPECT_FALSE(fs::exists(dir / "plots" / "tier_occupancy.png")) << "no offload: no tier plots";
   fs::remove_all(dir);
 }
 
@@ -125,6 +126,37 @@ TEST(PlotScript, DisaggregatedRunGetsLinkAndTtftBreakdownPlots) {
                           (dir / "plots").string() + " >/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   for (const char* png : {"link_utilisation.png", "ttft_breakdown.png", "ttft_cdf.png", "instance_load.png"})
+    EXPECT_GT(fs::file_size(dir / "plots" / png), 1000u) << png;
+  fs::remove_all(dir);
+}
+
+// A KV offload run (kvsim on the host + NVMe scenario) gets the tier occupancy and hits-by-tier panels,
+// and its run file the tier columns (/timeseries/tier<i>_used_bytes, /requests/tier<i>_cached_tokens,
+// /steps/store_wait_s); a run without offload (above) gets neither panel.
+TEST(PlotScript, OffloadRunGetsTierPlots) {
+  const std::string python = plotting_python();
+  if (python.empty()) GTEST_SKIP() << "no python3 with h5py, pandas and matplotlib";
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_plot_offload_test_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string run = (dir / "run.h5").string();
+  const std::string sim = std::string("cd ") + KVSIM_SOURCE_DIR + " && " + KVSIM_BINARY +
+                          " run scenarios/offload/qwen3-8b-h100-host-64g-nvme.yaml -q --set workload.trace.limit=200 "
+                          "--out " +
+                          run + " >/dev/null";
+  ASSERT_EQ(std::system(sim.c_str()), 0) << sim;
+  {
+    RunFileReader f(run);
+    for (const char* d : {"/timeseries/tier0_used_bytes", "/timeseries/tier1_used_bytes",
+                          "/requests/tier0_cached_tokens", "/requests/tier1_cached_tokens", "/steps/store_wait_s"})
+      EXPECT_TRUE(f.exists(d)) << d;
+    EXPECT_FALSE(f.exists("/timeseries/tier2_used_bytes"));
+  }
+  const std::string cmd = python + " " + KVSIM_SOURCE_DIR + "/analysis/plot.py " + run + " --out " +
+                          (dir / "plots").string() + " >/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  for (const char* png : {"tier_occupancy.png", "tier_hits.png", "ttft_cdf.png"})
     EXPECT_GT(fs::file_size(dir / "plots" / png), 1000u) << png;
   fs::remove_all(dir);
 }

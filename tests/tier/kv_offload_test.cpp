@@ -43,17 +43,20 @@ int64_t ms_ns(double ms) { return static_cast<int64_t>(ms * 1e6 + 0.5); }
 
 // A (64 tokens, 1 output) at 0: one step 0 -> 1.064 ms; its 4 chunks are stored in one D2H job submitted
 // at the step end: 10 us + 4e6 B / 1e9 B/s = 4.010 ms, so they become hits at 5.074 ms. C (other
-// content, 64 tokens) at 2 ms evicts A from the GPU (2 -> 3.064 ms). B = A's prompt:
-//  - at 5.1 ms: GPU hit 0, tier hit 4 chunks (the full prompt): load 10 us + 4e6 / 2e9 = 2.010 ms ->
-//    7.110 ms; then 63 tokens are computed and one step of 1 token: 1.001 ms -> first token 8.111 ms;
-//  - at 5.0 ms: the store is still pending: no hit, B prefills 64 tokens: 5.0 -> 6.064 ms.
+// content, 64 tokens) at 6 ms evicts A from the GPU (6 -> 7.064 ms; A's stores ended, so no fence); C's
+// own store runs 7.064 -> 11.074 ms. B = A's prompt, GPU hit 0, tier hit 4 chunks (the full prompt):
+//  - at 12 ms: load 10 us + 4e6 / 2e9 = 2.010 ms -> 14.010 ms; then one step of 1 token (a full-prompt
+//    hit still computes one token): 1.001 ms -> first token 15.011 ms;
+//  - at 7.1 ms: B's blocks are C's, whose store still reads them (rule 24): the load starts at 11.074 ms
+//    and ends at 13.084 ms (5.984 ms after B was admitted); first token 14.085 ms.
+// (A lookup while the store is pending is the HostTier test: with the fence a request can evict A's GPU
+// blocks only once their store ended.)
 TEST(KvOffload, StoreThenLoadRoundTripTiming) {
-  for (const bool after_store : {true, false}) {
+  for (const bool late : {true, false}) {
     RecordingSink sink;
-    const int64_t b_arrival_us = after_store ? 5100 : 5000;
-    std::vector<RequestSpec> reqs = {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 2, {text(8, 64)}, 1)};
+    std::vector<RequestSpec> reqs = {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 6, {text(8, 64)}, 1)};
     RequestSpec b = make_request(3, 0, {text(7, 64)}, 1);
-    b.arrival = SimTime::from_ns(b_arrival_us * 1000);
+    b.arrival = SimTime::from_ns(late ? 12000000 : 7100000);
     reqs.push_back(b);
     testing::run_engine(small_engine(offload(16, 100, 2e9, 1e9)), reqs, sink);
     const RequestRecord& a = sink.requests.at(1);
@@ -61,18 +64,13 @@ TEST(KvOffload, StoreThenLoadRoundTripTiming) {
     const RequestRecord& r = sink.requests.at(3);
     ASSERT_TRUE(r.finished);
     EXPECT_EQ(r.cached_tokens, 0);  // nothing on the GPU
-    if (after_store) {
-      EXPECT_EQ(r.tier_cached_tokens, 63);  // a full-prompt hit still computes one token
-      EXPECT_EQ(r.tier_cached_blocks, 4);
-      EXPECT_EQ(r.tier_loaded_bytes, 4 * kBlockBytes);
-      EXPECT_EQ(r.tier_loads, 1);
-      EXPECT_EQ(r.tier_load_ns, ms_ns(2.010));
-      EXPECT_EQ(r.first_token.ns(), ms_ns(8.111));
-    } else {
-      EXPECT_EQ(r.tier_cached_tokens, 0);
-      EXPECT_EQ(r.tier_loads, 0);
-      EXPECT_EQ(r.first_token.ns(), ms_ns(6.064));
-    }
+    EXPECT_EQ(r.tier_cached_tokens, 63);
+    EXPECT_EQ(r.tier_cached_tokens_by_tier[0], 63);
+    EXPECT_EQ(r.tier_cached_blocks, 4);
+    EXPECT_EQ(r.tier_loaded_bytes, 4 * kBlockBytes);
+    EXPECT_EQ(r.tier_loads, 1);
+    EXPECT_EQ(r.tier_load_ns, ms_ns(late ? 2.010 : 5.984));
+    EXPECT_EQ(r.first_token.ns(), ms_ns(late ? 15.011 : 14.085));
   }
 }
 

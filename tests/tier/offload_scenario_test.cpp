@@ -1,0 +1,95 @@
+// Offload scenarios end to end (load_scenario + run_simulation, scenarios/offload/): determinism, the
+// invariants of issue 12 (a tier's bytes never exceed its size; a chunk is held once per tier, so the
+// per-tier hits add up to the total), and both backends on a host + NVMe hierarchy.
+#include <gtest/gtest.h>
+
+#include "sim/app/simulation.h"
+#include "sim/scenario/scenario.h"
+
+namespace kvsim {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+const char* const kNvme = "scenarios/offload/qwen3-8b-h100-host-64g-nvme.yaml";
+
+SimulationResult run(const std::vector<std::string>& overrides) {
+  std::vector<std::string> o = {"workload.trace.limit=300"};
+  o.insert(o.end(), overrides.begin(), overrides.end());
+  return run_simulation(load_scenario(kNvme, o), RunOptions{});
+}
+
+TEST(OffloadScenario, SameScenarioAndSeedGiveIdenticalResults) {
+  for (const char* backend : {"native", "lmcache"}) {
+    SCOPED_TRACE(backend);
+    const std::vector<std::string> o = {std::string("engine.kv_offload.backend=") + backend};
+    const SimulationResult a = run(o), b = run(o);
+    EXPECT_EQ(a.fingerprint, b.fingerprint);
+    EXPECT_EQ(a.events, b.events);
+    const SummaryJsonOptions no_wall{false};
+    EXPECT_EQ(summary_to_json(a.summary, no_wall), summary_to_json(b.summary, no_wall));
+  }
+}
+
+TEST(OffloadScenario, TierBytesNeverExceedTheTierSizeAndHitsAddUp) {
+  for (const char* backend : {"native", "lmcache"}) {
+    SCOPED_TRACE(backend);
+    const SimulationResult r = run({std::string("engine.kv_offload.backend=") + backend});
+    const auto& o = r.summary.kv_offload;
+    ASSERT_TRUE(o.present);
+    ASSERT_EQ(o.tiers.size(), 2u);
+    // The sizes the scenario file states.
+    EXPECT_EQ(o.tiers[0].size_bytes, 64 * kGiB);
+    EXPECT_EQ(o.tiers[1].size_bytes, 2048 * kGiB);
+    const int64_t size[2] = {64 * kGiB, 2048 * kGiB};
+    ASSERT_FALSE(r.collector->steps().empty());
+    for (const StepRecord& s : r.collector->steps())
+      for (size_t t = 0; t < 2; ++t) {
+        ASSERT_GE(s.tier_used_bytes[t], 0);
+        ASSERT_LE(s.tier_used_bytes[t], size[t]);
+      }
+    for (size_t t = 0; t < 2; ++t) EXPECT_LE(o.tiers[t].peak_used_bytes, size[t]);
+    // Every prompt chunk is offered once: the host stores something, and a write-through / put reaches NVMe.
+    EXPECT_GT(o.tiers[0].stored_bytes, 0);
+    EXPECT_GT(o.tiers[1].stored_bytes, 0);
+    EXPECT_EQ(o.tiers[0].hit_tokens + o.tiers[1].hit_tokens, o.hit_tokens);
+    EXPECT_EQ(o.backend, backend);
+  }
+}
+
+// The time series of the run file carries each tier's occupancy, /requests the hits by tier.
+TEST(OffloadScenario, RunFileHasTierColumns) {
+  const SimulationResult r = run({});
+  const TimeSeries& ts = r.collector->timeseries();
+  ASSERT_EQ(ts.tier_used_bytes[0].size(), ts.time_s.size());
+  ASSERT_EQ(ts.tier_used_bytes[1].size(), ts.time_s.size());
+  EXPECT_TRUE(ts.tier_used_bytes[2].empty());
+  int64_t by_tier = 0, total = 0;
+  for (const RequestRow& row : r.collector->requests()) {
+    by_tier += row.tier_cached_tokens_by_tier[0] + row.tier_cached_tokens_by_tier[1];
+    total += row.tier_cached_tokens;
+  }
+  EXPECT_EQ(by_tier, total);
+}
+
+// Hybrids (Qwen3.5-4B, block 528, states saved at chunk ends): on a 60-block GPU pool the turns lose their
+// history on the GPU; with the host tier, GPU + tier reuse equals the reuse of a 400-block pool that never
+// evicts (its tier gets no hit), and every tier hit ends on a block boundary (where a state was saved).
+TEST(OffloadScenario, HybridTierHitsRestoreTheReuseOfAPoolThatNeverEvicts) {
+  const char* file = "scenarios/offload/qwen35-4b-multiturn-host.yaml";
+  const SimulationResult small = run_simulation(load_scenario(file), RunOptions{});
+  const SimulationResult big = run_simulation(load_scenario(file, {"engine.num_gpu_blocks=400"}), RunOptions{});
+  EXPECT_EQ(big.summary.kv_offload.hit_tokens, 0);
+  EXPECT_LT(small.summary.prefix_cache.hit_tokens, big.summary.prefix_cache.hit_tokens / 2);
+  EXPECT_EQ(small.summary.prefix_cache.hit_tokens + small.summary.kv_offload.hit_tokens,
+            big.summary.prefix_cache.hit_tokens);
+  int64_t tier_hits = 0;
+  for (const RequestRow& row : small.collector->requests()) {
+    if (row.tier_cached_tokens == 0) continue;
+    ++tier_hits;
+    EXPECT_EQ((row.cached_tokens + row.tier_cached_tokens) % 528, 0) << row.id;
+  }
+  EXPECT_GT(tier_hits, 50);
+}
+
+}  // namespace
+}  // namespace kvsim
