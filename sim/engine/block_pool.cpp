@@ -63,7 +63,8 @@ BlockPool::BlockPool(int64_t num_blocks, bool enable_caching)
   sentinel_ = static_cast<BlockId>(num_blocks);
   num_blocks_ = num_blocks;
   meta_.assign(n + 1, Meta{});
-  meta_[n].prev = meta_[n].next = sentinel_;
+  links_.assign(n + 1, Link{});
+  links_[n].prev = links_[n].next = sentinel_;
   // Block 0 is the null block: never in the queue.
   for (BlockId b = 1; b < sentinel_; ++b) link_before(b, sentinel_);
   num_free_ = num_blocks - 1;
@@ -76,18 +77,18 @@ double BlockPool::usage() const {
 
 void BlockPool::unlink(BlockId b) {
   const auto i = static_cast<size_t>(b);
-  meta_[static_cast<size_t>(meta_[i].prev)].next = meta_[i].next;
-  meta_[static_cast<size_t>(meta_[i].next)].prev = meta_[i].prev;
-  meta_[i].prev = meta_[i].next = kNoBlock;
+  links_[static_cast<size_t>(links_[i].prev)].next = links_[i].next;
+  links_[static_cast<size_t>(links_[i].next)].prev = links_[i].prev;
+  links_[i].prev = links_[i].next = kNoBlock;
 }
 
 void BlockPool::link_before(BlockId b, BlockId at) {
   const auto i = static_cast<size_t>(b);
-  const BlockId p = meta_[static_cast<size_t>(at)].prev;
-  meta_[i].prev = p;
-  meta_[i].next = at;
-  meta_[static_cast<size_t>(p)].next = b;
-  meta_[static_cast<size_t>(at)].prev = b;
+  const BlockId p = links_[static_cast<size_t>(at)].prev;
+  links_[i].prev = p;
+  links_[i].next = at;
+  links_[static_cast<size_t>(p)].next = b;
+  links_[static_cast<size_t>(at)].prev = b;
 }
 
 void BlockPool::unindex(BlockId b) {
@@ -137,15 +138,22 @@ void BlockPool::move_hash(BlockId from, BlockId to) {
 
 void BlockPool::get_new_blocks(int64_t n, std::vector<BlockId>& out) {
   KVSIM_CHECK(n <= num_free_, "asked for " << n << " blocks with " << num_free_ << " free");
-  // Two passes: the first walks the queue and prefetches the index slot of each cached block's hash,
-  // so those misses overlap with the walk; the second pops (the same blocks, in the same order).
-  if (enable_caching_ && n > 1) {
-    BlockId b = meta_[static_cast<size_t>(sentinel_)].next;
-    for (int64_t j = 0; j < n; ++j, b = meta_[static_cast<size_t>(b)].next)
-      if (meta_[static_cast<size_t>(b)].has_key) cached_.prefetch(meta_[static_cast<size_t>(b)].key);
+  // Two passes: the first walks the queue's links (a compact array) and prefetches each block's
+  // record; the second pops the same blocks in the same order, prefetching the index slot of the hash
+  // of the block a few places ahead, so the misses on records and on the index overlap.
+  popped_.clear();
+  for (BlockId b = links_[static_cast<size_t>(sentinel_)].next; std::ssize(popped_) < n;
+       b = links_[static_cast<size_t>(b)].next) {
+    __builtin_prefetch(&meta_[static_cast<size_t>(b)], 1);
+    popped_.push_back(b);
   }
+  constexpr int64_t kAhead = 4;
   for (int64_t j = 0; j < n; ++j) {
-    const BlockId b = meta_[static_cast<size_t>(sentinel_)].next;
+    if (enable_caching_ && j + kAhead < n) {
+      const Meta& a = meta_[static_cast<size_t>(popped_[static_cast<size_t>(j + kAhead)])];
+      if (a.has_key) cached_.prefetch(a.key);
+    }
+    const BlockId b = popped_[static_cast<size_t>(j)];
     unlink(b);
     const auto i = static_cast<size_t>(b);
     if (meta_[i].has_key) {
@@ -198,7 +206,7 @@ void BlockPool::free_blocks(std::span<const BlockId> ordered) {
       scratch_.push_back(b);
     }
   }
-  const BlockId front = meta_[static_cast<size_t>(sentinel_)].next;
+  const BlockId front = links_[static_cast<size_t>(sentinel_)].next;
   for (BlockId b : scratch_) link_before(b, front);
 }
 
@@ -221,7 +229,8 @@ void BlockPool::cache_block(BlockId b, uint64_t key) {
 
 std::vector<BlockId> BlockPool::free_queue() const {
   std::vector<BlockId> out;
-  for (BlockId b = meta_[static_cast<size_t>(sentinel_)].next; b != sentinel_; b = meta_[static_cast<size_t>(b)].next) {
+  for (BlockId b = links_[static_cast<size_t>(sentinel_)].next; b != sentinel_;
+       b = links_[static_cast<size_t>(b)].next) {
     out.push_back(b);
   }
   return out;

@@ -83,6 +83,7 @@ class BlockPool {
   // than the cache; callers walking many blocks prefetch a few ahead so the misses overlap).
   void prefetch(BlockId b, uint64_t key) const {
     __builtin_prefetch(&meta_[static_cast<size_t>(b)], 1);
+    __builtin_prefetch(&links_[static_cast<size_t>(b)], 1);
     cached_.prefetch(key);
   }
   // Removes a held block's hash from the prefix cache, if any (a partial-tail entry superseded when
@@ -94,7 +95,7 @@ class BlockPool {
 
   int32_t ref_cnt(BlockId b) const { return meta_[static_cast<size_t>(b)].ref_cnt; }
   bool has_hash(BlockId b) const { return meta_[static_cast<size_t>(b)].has_key != 0; }
-  bool in_free_queue(BlockId b) const { return meta_[static_cast<size_t>(b)].prev != kNoBlock; }
+  bool in_free_queue(BlockId b) const { return links_[static_cast<size_t>(b)].prev != kNoBlock; }
   // Free queue from front to back (tests and invariant checks; O(N)).
   std::vector<BlockId> free_queue() const;
 
@@ -106,18 +107,24 @@ class BlockPool {
 
   bool enable_caching_;
   BlockId sentinel_;  // index N: the list head/tail sentinel
-  // Per-block state in one record (one cache line holds two): the pool is memory-bound.
+  // Per-block state: the pool is memory-bound. The free-queue links sit in an array of their own (8 B a
+  // block, cache-resident for any realistic pool), so walking the queue to pop n blocks does not miss
+  // on every block; the rest of a block's state is one 24-byte record.
+  struct Link {
+    BlockId prev = kNoBlock;  // prev == kNoBlock means "not in the queue"
+    BlockId next = kNoBlock;
+  };
   struct Meta {
     uint64_t key = 0;  // cache key, valid when has_key
     int32_t ref_cnt = 0;
-    BlockId prev = kNoBlock;  // free queue links; prev == kNoBlock means "not in the queue"
-    BlockId next = kNoBlock;
     BlockId dup_prev = kNoBlock;  // blocks sharing a key, in registration order
     BlockId dup_next = kNoBlock;
     uint8_t has_key = 0;
   };
   int64_t num_blocks_;
-  std::vector<Meta> meta_;  // N + 1 entries; the last is the sentinel
+  std::vector<Link> links_;      // N + 1 entries; the last is the sentinel
+  std::vector<Meta> meta_;       // N + 1 entries
+  std::vector<BlockId> popped_;  // scratch of get_new_blocks
   BlockHashIndex cached_;
   std::vector<BlockId> scratch_;
   int64_t num_free_ = 0;
