@@ -50,6 +50,9 @@ struct EngineConfig {
   // vLLM PR #37898 (Marconi junction): when attention matches more than the state, stop a prefill
   // chunk at the block-floored attention match and keep that state.
   bool shared_prefix_checkpoint = true;
+  // Miss attribution (MissCause, lost_tokens): exact when on; off skips its key memory and reports every
+  // miss as unattributed (kNone, 0 lost tokens). Scheduling is the same either way.
+  bool miss_attribution = true;
   // vLLM prefix_match_unit (hash_block_size, PR #46384): hash granularity in tokens (0 = block size);
   // must divide the block size. Below the block size on a hybrid in align mode with prefix caching it
   // enables partial hash hits: hashes every unit, partial tail entries at the prompt's last unit

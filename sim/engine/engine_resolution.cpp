@@ -166,6 +166,7 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   c.mamba_cache_mode = mode;
   c.prefix_cache_retention_interval = e.prefix_cache_retention_interval.value_or(kRetentionDense);
   c.shared_prefix_checkpoint = e.shared_prefix_checkpoint;
+  c.miss_attribution = e.miss_attribution;
   c.prefix_match_unit = e.prefix_match_unit;
   c.default_block_size = default_block;
   c.kv_connector_partial_hybrid_hits = e.kv_connector_partial_hybrid_hits;

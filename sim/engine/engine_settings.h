@@ -46,6 +46,7 @@ struct EngineSettings {
   // "dense" (nullopt: every saved state keeps its hash) or N >= 0 tokens (0: reachable boundaries only).
   std::optional<int64_t> prefix_cache_retention_interval = 0;
   bool shared_prefix_checkpoint = true;  // vLLM PR #37898
+  bool miss_attribution = true;          // name the cause of every lost reuse (kvsim's own; costs 10-20 %)
   int prefix_match_unit = 0;             // 0 = block size; must divide it (partial hits on hybrids in align)
   bool kv_connector_partial_hybrid_hits = false;
   std::optional<KvOffloadSettings> kv_offload;  // absent: no offload

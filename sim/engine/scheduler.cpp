@@ -152,12 +152,13 @@ void Scheduler::register_blocks(int slot, int64_t num_tokens) {
     // prefixes so a later match ending inside it is attributed (kPartialBlock). Only with the unit on
     // (the default attribution, and its reported numbers, count whole registered blocks only), so
     // lost-token totals of runs with and without the unit differ by this tail accounting.
-    if (num_tokens % b != 0 && num_tokens <= r.prompt_tokens) {
+    if (config_.miss_attribution && num_tokens % b != 0 && num_tokens <= r.prompt_tokens) {
       boundaries_.clear();
       r.hasher.boundary_keys(r.seq, num_tokens / b, num_tokens, boundaries_);
       for (const auto& [pos, key] : boundaries_) seen_.touch(key);
     }
   }
+  if (!config_.miss_attribution) return;  // the rest is the attribution's memory of keys
   for (size_t i = saved_before; i < r.record.saved_state_positions.size(); ++i) {
     const int64_t pos = r.record.saved_state_positions[i];
     if (pos % b == 0) state_seen_.touch(r.hasher.hashes()[static_cast<size_t>(pos / b - 1)]);
@@ -220,6 +221,7 @@ void Scheduler::record_prefix_stats(EngineRequest& r, int64_t hit_tokens) const 
 }
 
 void Scheduler::touch_hit(const EngineRequest& r, int64_t hit_tokens) {
+  if (!config_.miss_attribution) return;
   const int64_t n = std::min<int64_t>(hit_tokens / kv_.block_size(), std::ssize(r.hasher.hashes()));
   touch_keys_.clear();
   for (int64_t k = 0; k < n; ++k) {
@@ -231,6 +233,7 @@ void Scheduler::touch_hit(const EngineRequest& r, int64_t hit_tokens) {
 }
 
 void Scheduler::attribute_miss(EngineRequest& r, int64_t cached, int64_t attention) {
+  if (!config_.miss_attribution) return;  // engine.miss_attribution: false, every miss unattributed
   if (kv_.has_state()) {
     // Hybrid: the attention side could back `avail` tokens (its match; state-only models: the prefix
     // registered before); everything between the reused state and it is lost for want of a state.

@@ -211,6 +211,7 @@ const std::set<std::string> kEngineKeys = {"kind",
                                            "mamba_cache_mode",
                                            "prefix_cache_retention_interval",
                                            "shared_prefix_checkpoint",
+                                           "miss_attribution",
                                            "prefix_match_unit",
                                            "kv_connector_partial_hybrid_hits",
                                            "kv_offload"};
@@ -353,6 +354,7 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
   }
   if (n["shared_prefix_checkpoint"])
     e.shared_prefix_checkpoint = r.boolean(n["shared_prefix_checkpoint"], k("shared_prefix_checkpoint"));
+  if (n["miss_attribution"]) e.miss_attribution = r.boolean(n["miss_attribution"], k("miss_attribution"));
   if (n["prefix_match_unit"])
     e.prefix_match_unit = static_cast<int>(r.integer(n["prefix_match_unit"], k("prefix_match_unit"), 0, INT_MAX));
   if (n["kv_connector_partial_hybrid_hits"])

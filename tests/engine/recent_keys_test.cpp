@@ -94,12 +94,14 @@ TEST(MissAttribution, ATraceThatNeverRepeatsReportsNoLostReuse) {
 // Request 0 (64 tokens of content 7, B = 16: 4 block keys), then `fillers` requests of 64 other
 // tokens (4 distinct keys each), then request 0's prompt again; a 4-block cache (5 with the null
 // block) has evicted request 0's blocks long before. Returns the repeat's record.
-RequestRecord repeat_after_fillers(int fillers) {
+RequestRecord repeat_after_fillers(int fillers, bool attribution = true) {
   std::vector<RequestSpec> reqs{make_request(0, 0, {text(7, 64)}, 1)};
   for (int i = 1; i <= fillers; ++i) reqs.push_back(make_request(i, i, {text(100 + static_cast<uint64_t>(i), 64)}, 1));
   reqs.push_back(make_request(fillers + 1, fillers + 10, {text(7, 64)}, 1));
   RecordingSink sink;
-  run_engine(config_for(full_layout(16, 5)), std::move(reqs), sink);
+  EngineConfig config = config_for(full_layout(16, 5));
+  config.miss_attribution = attribution;
+  run_engine(config, std::move(reqs), sink);
   return sink.requests.at(fillers + 1);
 }
 
@@ -120,6 +122,19 @@ TEST(MissAttribution, AnEvictionWithinTheHorizonIsReportedAsEvicted) {
   EXPECT_EQ(again.cached_tokens, 0);
   EXPECT_EQ(again.cause, MissCause::kEvicted);
   EXPECT_EQ(again.lost_tokens, 63);
+}
+
+TEST(MissAttribution, OffReportsNothingAndSchedulesTheSame) {
+  // engine.miss_attribution: false: the same repeat is served the same way (a miss, the same first
+  // token), only its cause and lost tokens are not computed.
+  const RequestRecord on = repeat_after_fillers(1 << 11);
+  const RequestRecord off = repeat_after_fillers(1 << 11, false);
+  EXPECT_EQ(on.cause, MissCause::kEvicted);
+  EXPECT_EQ(off.cause, MissCause::kNone);
+  EXPECT_EQ(off.lost_tokens, 0);
+  EXPECT_EQ(off.cached_tokens, on.cached_tokens);
+  EXPECT_EQ(off.first_token, on.first_token);
+  EXPECT_EQ(off.finish, on.finish);
 }
 
 }  // namespace
