@@ -143,8 +143,9 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   const ResolveContext where = pool_context(s, p);
   EngineConfig cfg =
       resolve_engine_config(p.engine, model, lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key), where);
-  cfg.kv_offload = resolve_kv_offload(p.engine.kv_offload, cfg.layout, p.engine.tensor_parallel_size,
-                                      cfg.enable_prefix_caching, hw, s.path, where.engine_key);
+  cfg.kv_offload =
+      resolve_kv_offload(p.engine.kv_offload, cfg.layout, p.engine.tensor_parallel_size,
+                         p.engine.pipeline_parallel_size, cfg.enable_prefix_caching, hw, s.path, where.engine_key);
   return cfg;
 }
 
@@ -177,8 +178,9 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     const ResolveContext where = pool_context(s, p);
     const GpuSpec& gpu = lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key);
     EngineConfig cfg = resolve_engine_config(p.engine, res.model, gpu, where);
-    cfg.kv_offload = resolve_kv_offload(p.engine.kv_offload, cfg.layout, p.engine.tensor_parallel_size,
-                                        cfg.enable_prefix_caching, hw, s.path, where.engine_key);
+    cfg.kv_offload =
+        resolve_kv_offload(p.engine.kv_offload, cfg.layout, p.engine.tensor_parallel_size,
+                           p.engine.pipeline_parallel_size, cfg.enable_prefix_caching, hw, s.path, where.engine_key);
     check_engine_startup(cfg, p.engine, where);
     LatencyModelSpec lm;
     lm.name = p.engine.latency_model;
@@ -215,6 +217,21 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     res.pools.push_back(std::move(run));
   }
   res.engine = res.pools.front().engine;
+  // The offload outputs (summary per tier, /requests and /timeseries tier columns) are laid out by the
+  // first pool's tiers: pools whose tier lists differ are refused rather than summed under wrong names.
+  const auto tier_names = [](const KvOffloadConfig& o) {
+    std::string t = o.enabled ? o.tier : "(none)";
+    for (const KvOffloadLowerTier& l : o.lower) t += ", " + l.tier;
+    return t;
+  };
+  for (size_t i = 1; i < res.pools.size(); ++i) {
+    const std::string a = tier_names(res.pools.front().engine.kv_offload),
+                      b = tier_names(res.pools[i].engine.kv_offload);
+    if (a != b)
+      throw InputError(s.path + ": cluster.pools[" + std::to_string(i) + "].engine.kv_offload: tiers [" + b +
+                       "] differ from the first pool's [" + a +
+                       "]; every pool must use the same tiers (the outputs are per tier) or none");
+  }
 
   std::unique_ptr<RunFileStream> file;
   CollectorOptions co;

@@ -1,5 +1,6 @@
 #include "sim/app/validate_command.h"
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
@@ -226,22 +227,39 @@ std::string read_protocol_directive(const std::string& path, ValidationProtocol&
   LineReader reader(path, "points file");
   std::string_view line;
   std::string client;
-  bool found = false;
+  bool found = false, header_seen = false;
+  // "#protocol:", "# protocol :" and the like are the directive too (a typo must not be a comment).
+  const auto is_directive = [](std::string_view l) {
+    size_t k = 1;
+    while (k < l.size() && (l[k] == ' ' || l[k] == '\t')) ++k;
+    if (l.substr(k, 8) != "protocol") return std::string_view::npos;
+    k += 8;
+    while (k < l.size() && (l[k] == ' ' || l[k] == '\t')) ++k;
+    return k < l.size() && l[k] == ':' ? k + 1 : std::string_view::npos;
+  };
   while (reader.next(line)) {
-    if (line.empty() || line.front() != '#') break;  // directives only in the leading comments
-    constexpr std::string_view kKey = "# protocol:";
-    if (line.substr(0, kKey.size()) != kKey) continue;
+    if (line.empty() || line.front() != '#') {
+      header_seen = header_seen || !line.empty();
+      continue;
+    }
+    const size_t body = is_directive(line);
+    if (body == std::string_view::npos) continue;
     const std::string where = path + ":" + std::to_string(reader.line_number());
+    if (header_seen) throw InputError(where + ": the '# protocol:' line must come before the CSV header");
     if (found) throw InputError(where + ": a second '# protocol:' line");
     found = true;
-    std::istringstream words{std::string(line.substr(kKey.size()))};
+    std::istringstream words{std::string(line.substr(body))};
     std::string word;
+    std::vector<std::string> keys;
     while (words >> word) {
       if (word.front() == '(') break;  // a remark ends the items
       const size_t eq = word.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == word.size())
         throw InputError(where + ": protocol item '" + word + "' is not key=value");
       const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+      if (std::find(keys.begin(), keys.end(), key) != keys.end())
+        throw InputError(where + ": protocol key '" + key + "' given twice");
+      keys.push_back(key);
       if (key == "client") {
         client = value;
         continue;
@@ -249,20 +267,18 @@ std::string read_protocol_directive(const std::string& path, ValidationProtocol&
       if (key != "warmup_per_slot" && key != "requests_per_slot")
         throw InputError(where + ": unknown protocol key '" + key +
                          "' (known: warmup_per_slot, requests_per_slot, client)");
-      int v = -1;
-      size_t used = 0;
-      try {
-        v = std::stoi(value, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
       const int lo = key == "warmup_per_slot" ? 0 : 1;
-      if (used != value.size() || v < lo || v > kMaxPerSlot)
+      const bool digits = value.find_first_not_of("0123456789") == std::string::npos && value.size() <= 6;
+      const int v = digits ? std::stoi(value) : -1;
+      if (!digits || v < lo || v > kMaxPerSlot)
         throw InputError(where + ": protocol " + key + " '" + value + "' must be an integer in [" + std::to_string(lo) +
                          ", " + std::to_string(kMaxPerSlot) + "]");
       if (key == "warmup_per_slot" && !warmup_given) protocol.warmup_per_slot = v;
       if (key == "requests_per_slot" && !requests_given) protocol.requests_per_slot = v;
     }
+    if (std::find(keys.begin(), keys.end(), "warmup_per_slot") == keys.end() ||
+        std::find(keys.begin(), keys.end(), "requests_per_slot") == keys.end())
+      throw InputError(where + ": a '# protocol:' line needs warmup_per_slot=N and requests_per_slot=M");
   }
   if (found && client.empty()) client = "unnamed client";
   return client;
@@ -282,8 +298,9 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
      "aiconfigurator's runner); overrides the file's '# protocol:' line")
     ("warmup-per-slot", po::value<int>()->default_value(2),
      "requests sent first and excluded from the means = this x concurrency (genai-perf "
-     "--warmup-request-count 2 x concurrency); 0 = the start-up burst is measured (the client drains its "
-     "warm-up first, as aiperf and genai-perf do); overrides the file's '# protocol:' line")
+     "--warmup-request-count 2 x concurrency, overlapping the measured ones); 0 = the start-up burst is measured "
+     "(the client drains its warm-up first, as aiperf and genai-perf do, and as every committed points file "
+     "states in its '# protocol:' line); overrides that line; the default applies to files without one")
     ("extra-clients", po::value<int>()->default_value(0),
      "hypothesis H1 (not a measured protocol): this many clients beyond the point's concurrency, so that "
      "with max_num_seqs = concurrency they queue for a slot (see models/latency/README.md)")

@@ -26,7 +26,11 @@ ParallelColumns read_parallel_columns(const CsvFile& f, size_t r, int tp) {
   const auto c_eep = f.find_column("enable_expert_parallel"), c_nodes = f.find_column("nodes");
   const auto c_a2a = f.find_column("all2all_backend");
   if (present(c_dp)) c.dp = whole(*c_dp);
-  if (present(c_pp)) c.pp = whole(*c_pp);
+  if (present(c_pp)) {
+    c.pp = whole(*c_pp);
+    if (c.pp > 1024)  // engine.pipeline_parallel_size's bound
+      throw InputError(f.where(r, *c_pp) + ": must be <= 1024 (got " + std::to_string(c.pp) + ")");
+  }
   if (present(c_eep)) {
     const std::string v = f.text(r, *c_eep);
     if (v == "true" || v == "1")
@@ -45,11 +49,14 @@ ParallelColumns read_parallel_columns(const CsvFile& f, size_t r, int tp) {
   }
   if (present(c_nodes)) {
     const int nodes = whole(*c_nodes);
-    const int gpus = c.dp * c.pp * tp;
+    const int64_t gpus = static_cast<int64_t>(c.dp) * c.pp * tp;  // up to 2^34: no int wrap
     if (gpus % nodes != 0)
       throw InputError(f.where(r, *c_nodes) + ": " + std::to_string(nodes) +
                        " nodes do not split the point's dp x pp x tp = " + std::to_string(gpus) + " GPUs evenly");
-    c.gpus_per_node = gpus / nodes;
+    if (gpus / nodes > kMaxParallel)
+      throw InputError(f.where(r, *c_nodes) + ": " + std::to_string(gpus / nodes) +
+                       " GPUs per node (dp x pp x tp / nodes) is more than " + std::to_string(kMaxParallel));
+    c.gpus_per_node = static_cast<int>(gpus / nodes);
   }
   if (present(c_a2a)) {
     c.all2all_backend = f.text(r, *c_a2a);

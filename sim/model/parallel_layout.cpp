@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "sim/core/check.h"
 #include "sim/core/errors.h"
 
 namespace kvsim {
@@ -41,7 +42,10 @@ int64_t expert_params(const ModelSpec& m) {
 int64_t embedding_params(const ModelSpec& m) { return (m.tie_word_embeddings ? 1 : 2) * m.vocab_size * m.hidden_size; }
 
 int expert_parallel_size(const ModelSpec& m, const Parallel& par) {
-  return par.expert_parallel && m.num_experts > 0 ? par.dp * par.tp : 1;
+  if (!par.expert_parallel || m.num_experts <= 0) return 1;
+  const int64_t ep = static_cast<int64_t>(par.dp) * par.tp;  // check_layout bounds dp and tp; no wrap
+  KVSIM_CHECK(ep >= 1 && ep <= INT32_MAX, "expert parallel size " << ep);
+  return static_cast<int>(ep);
 }
 
 int experts_per_rank(const ModelSpec& m, const Parallel& par) {
@@ -135,7 +139,8 @@ int64_t pipeline_kv_bytes_per_token(const ModelSpec& m, DType kv, const Parallel
 
 void check_layout(const ModelSpec& m, const Parallel& par) {
   check_parallel(m, par);
-  if (par.dp < 1) throw InputError("--dp must be >= 1 (got " + std::to_string(par.dp) + ")");
+  if (par.dp < 1 || par.dp > 4096)
+    throw InputError("--dp must be in [1, 4096] (got " + std::to_string(par.dp) + ")");  // as data_parallel_size
   if (par.pp < 1) throw InputError("--pp must be >= 1 (got " + std::to_string(par.pp) + ")");
   const int layers = static_cast<int>(m.layers.size());
   if (par.pp > layers)

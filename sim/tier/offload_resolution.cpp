@@ -8,8 +8,8 @@
 namespace kvsim {
 
 KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, const KvCacheLayout& layout, int tp,
-                                   bool enable_prefix_caching, const HardwareCatalog& hw, const std::string& file,
-                                   const std::string& engine_key) {
+                                   int pp, bool enable_prefix_caching, const HardwareCatalog& hw,
+                                   const std::string& file, const std::string& engine_key) {
   KvOffloadConfig c;
   if (!s) return c;
   const std::string key = file + ": " + engine_key + ".kv_offload";
@@ -73,18 +73,28 @@ KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, co
   c.blocks_per_chunk = c.chunk_tokens / b;
   // One block id's bytes (every layer of a single attention group); hybrids: the attention groups' pages.
   const bool hybrid = state_bytes > 0;
-  c.chunk_bytes_rank = (hybrid ? attention_bytes : layout.bytes_per_block) * c.blocks_per_chunk;
+  // Under pipeline parallelism each rank copies its own stage's layers (even stages assumed).
+  const int64_t stages = std::max(pp, 1);
+  const auto per_stage = [stages](int64_t bytes) { return (bytes + stages - 1) / stages; };
+  c.chunk_bytes_rank = per_stage(hybrid ? attention_bytes : layout.bytes_per_block) * c.blocks_per_chunk;
   c.lmcache = lmcache;
   if (hybrid) {
-    c.state_bytes_rank = state_bytes;
+    c.state_bytes_rank = per_stage(state_bytes);
     c.state_slots = (state_bytes + c.chunk_bytes_rank - 1) / c.chunk_bytes_rank;
   }
   // vLLM cpu/spec.py: num_cpu_blocks = cpu_bytes_to_use // (bytes per block x blocks_per_chunk x copies),
-  // copies = TP (the MLA replicated layout, one copy, is not modelled).
-  c.chunk_bytes = c.chunk_bytes_rank * tp;
+  // copies = TP (the MLA replicated layout, one copy, is not modelled), times the PP stages.
+  const int ranks = std::max(tp, 1) * static_cast<int>(stages);
+  c.chunk_bytes = c.chunk_bytes_rank * ranks;
   c.capacity_chunks = c.chunk_bytes > 0 ? c.size_bytes / c.chunk_bytes : 0;
-  c.read_bandwidth = spec.read_bandwidth;
-  c.write_bandwidth = spec.write_bandwidth;
+  if (c.capacity_chunks < 1)
+    fail("tiers[0].size", std::to_string(t.size) + " bytes hold no chunk of " + std::to_string(c.chunk_bytes) +
+                              " bytes (chunk_tokens x every rank's bytes per token)");
+  // The remote store's catalog bandwidth is the node's (models/hardware/tiers.yaml, remote-rdma: "Node-level;
+  // about 10.85 GB/s per GPU when 8 GPUs share it"): each of the engine's ranks gets its share.
+  const auto share_of = [&](const std::string& tier) { return kind(tier) == "remote" ? ranks : 1; };
+  c.read_bandwidth = spec.read_bandwidth / share_of(name);
+  c.write_bandwidth = spec.write_bandwidth / share_of(name);
   c.latency = spec.latency;
   c.eviction = s->eviction;
   c.offload_prompt_only = s->offload_prompt_only;
@@ -100,11 +110,11 @@ KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, co
     l.tier = catalog(i).first;
     l.size_bytes = s->tiers[i].size;
     l.capacity_chunks = c.chunk_bytes > 0 ? l.size_bytes / c.chunk_bytes : 0;
-    // The remote store's catalog bandwidth is the node's (models/hardware/tiers.yaml, remote-rdma: "Node-level;
-    // about 10.85 GB/s per GPU when 8 GPUs share it"): each of the engine's TP ranks gets its share.
-    const int share = kind(l.tier) == "remote" ? std::max(tp, 1) : 1;
-    l.read_bandwidth = ls.read_bandwidth / share;
-    l.write_bandwidth = ls.write_bandwidth / share;
+    if (l.capacity_chunks < 1)
+      fail("tiers[" + std::to_string(i) + "].size",
+           std::to_string(l.size_bytes) + " bytes hold no chunk of " + std::to_string(c.chunk_bytes) + " bytes");
+    l.read_bandwidth = ls.read_bandwidth / share_of(l.tier);
+    l.write_bandwidth = ls.write_bandwidth / share_of(l.tier);
     l.latency = ls.latency;
     l.read_servers = s->tiers[i].read_threads;
     l.write_servers = s->tiers[i].write_threads;

@@ -11,10 +11,12 @@
 
 namespace kvsim {
 
-// `bytes_per_block` is one GPU's bytes of one block over every KV cache group (KvCacheLayout); `tp`
-// the tensor-parallel size (the tier stores one copy per rank, cpu/spec.py num_copies).
+// `bytes_per_block` is one GPU's bytes of one block over every KV cache group of the whole model
+// (KvCacheLayout); `tp` the tensor-parallel size (the tier stores one copy per rank, cpu/spec.py
+// num_copies); `pp` the pipeline stages, each rank holding and copying its stage's layers only (the
+// stages taken as even: bytes per rank = ceil(bytes / pp)).
 KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, const KvCacheLayout& layout, int tp,
-                                   bool enable_prefix_caching, const HardwareCatalog& hw, const std::string& file,
-                                   const std::string& engine_key);
+                                   int pp, bool enable_prefix_caching, const HardwareCatalog& hw,
+                                   const std::string& file, const std::string& engine_key);
 
 }  // namespace kvsim
