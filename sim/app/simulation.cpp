@@ -181,6 +181,10 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     cfg.kv_offload =
         resolve_kv_offload(p.engine.kv_offload, cfg.layout, p.engine.tensor_parallel_size,
                            p.engine.pipeline_parallel_size, cfg.enable_prefix_caching, hw, s.path, where.engine_key);
+    if (cfg.kv_offload.enabled && cfg.kv_offload.chunk_tokens > cfg.max_model_len)
+      throw InputError(s.path + ": " + where.engine_key + ".kv_offload.chunk_tokens: " +
+                       std::to_string(cfg.kv_offload.chunk_tokens) + " tokens is longer than max_model_len " +
+                       std::to_string(cfg.max_model_len) + ": no chunk could ever fill, so nothing would be stored");
     check_engine_startup(cfg, p.engine, where);
     LatencyModelSpec lm;
     lm.name = p.engine.latency_model;
