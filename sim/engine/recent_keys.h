@@ -6,10 +6,11 @@
 //
 // Rule (two generations): keys are inserted into the current generation; when it holds `horizon`
 // distinct keys it becomes the previous one and the old previous one is forgotten. A touch of a key
-// held only by the previous generation re-inserts it into the current one. So a key is remembered
-// while fewer than `horizon` other distinct keys were touched after it, always forgotten once 2 x
-// `horizon` were, and in between depending on where the generation boundary fell. Deterministic: the
-// boundaries depend only on the sequence of keys.
+// held only by the previous generation re-inserts it into the current one. Counting insertions
+// (touches of a key not yet in the current generation), a key is remembered for at least the next
+// `horizon` insertions after its last touch, forgotten after at most 2 x `horizon`, and in between
+// depending on where the generation boundary fell. Deterministic: the boundaries depend only on the
+// sequence of keys.
 //
 // Cost: one open-addressing table per generation (linear probing, 8 B a slot, 2 x horizon slots, at
 // most half full), allocated at the first touch: 32 B per key of horizon, independent of the run's
@@ -45,10 +46,7 @@ class RecentKeys {
 
   // Inserts `key` into the current generation (a no-op if it is there already).
   void touch(uint64_t key) {
-    if (cur_.slots.empty()) {
-      cur_.reset(2 * horizon_);
-      prev_.reset(2 * horizon_);
-    }
+    allocate();
     if (!cur_.insert(key)) return;
     if (cur_.count == horizon_) {
       std::swap(cur_, prev_);
@@ -60,7 +58,7 @@ class RecentKeys {
   // the cache misses of a request's block keys overlap instead of following one another.
   void touch_all(std::span<const uint64_t> keys) {
     constexpr size_t kAhead = 8;
-    if (cur_.slots.empty() && !keys.empty()) touch(keys[0]), keys = keys.subspan(1);
+    if (!keys.empty()) allocate();
     for (size_t i = 0; i < keys.size(); ++i) {
       if (i + kAhead < keys.size()) cur_.prefetch(keys[i + kAhead]);
       touch(keys[i]);
@@ -70,6 +68,12 @@ class RecentKeys {
   bool contains(uint64_t key) const { return cur_.contains(key) || prev_.contains(key); }
 
  private:
+  // The tables exist from the first touch on (an engine that never registers a block pays nothing).
+  void allocate() {
+    if (!cur_.slots.empty()) return;
+    cur_.reset(2 * horizon_);
+    prev_.reset(2 * horizon_);
+  }
   // Keys in open addressing; 0 marks an empty slot, so key 0 itself is a flag.
   struct Table {
     std::vector<uint64_t> slots;

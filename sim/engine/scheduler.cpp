@@ -10,11 +10,11 @@ namespace {
 // Domain of text-only (image keys dropped) hashes inside the seen filter.
 uint64_t text_only_key(uint64_t h) { return avalanche64(h ^ 0x746578742d6f6e6cULL); }
 
-// The attribution's memory of past keys (RecentKeys): a key is remembered while fewer than 8 x
-// num_blocks other distinct keys were touched after it (a block registers its hash, with images or run
-// boundaries a few more keys), so it is forgotten only after the cache has turned over about eight
-// times; the horizon is at least 2^14 and at most 2^20 keys (32 B each: 0.5 to 32 MiB per instance;
-// at the cap, a cache above 2^17 blocks is remembered for fewer turnovers).
+// The attribution's memory of past keys (RecentKeys): a key is remembered for at least 8 x num_blocks
+// key insertions after its last touch (a block registers its hash, with images or run boundaries a few
+// more keys), so it is forgotten only after the cache has turned over about eight times; the horizon
+// is at least 2^14 and at most 2^20 keys (32 B each: 0.5 to 32 MiB per instance; at the cap, a cache
+// above 2^17 blocks is remembered for fewer turnovers).
 size_t seen_horizon(int64_t num_blocks) {
   size_t h = size_t{1} << 14;
   while (static_cast<int64_t>(h) < 8 * num_blocks && h < (size_t{1} << 20)) h <<= 1;

@@ -17,8 +17,8 @@
 //    split also stops at the prompt's last unit boundary (tail_boundary), where partial tail entries
 //    are registered (KvCacheCoordinator::cache_partial_tails).
 // Miss attribution (MissCause) happens at a request's first admission; see attribute_miss(). "Seen"
-// there means registered or hit by this scheduler with fewer than seen_horizon() other distinct keys
-// touched since (exact; RecentKeys: remembered at least that long, forgotten after twice it), so a cause that says a
+// there means registered or hit by this scheduler within the last seen_horizon() key insertions
+// (exact; RecentKeys: remembered at least that long, forgotten after twice it), so a cause that says a
 // reuse was possible (kEvicted, kStateEvicted, kPartialBlock, kDifferentImage) is never a guess; older history counts
 // as never seen. No progress: a request that preempts itself while no other request runs holds the whole KV cache and
 // still does not fit. The first time it is preempted as vLLM does (its retry may reach further, e.g. past
