@@ -25,6 +25,7 @@
 #include "sim/scenario/hardware_catalog.h"
 #include "sim/scenario/topology_file.h"
 #include "sim/tier/offload_resolution.h"
+#include "sim/tier/tier_links.h"
 #include "sim/workload/workload_config.h"
 
 namespace kvsim {
@@ -280,12 +281,28 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     topology = std::make_unique<Topology>(Topology::build(load_topology_file(topology_file(s)), hw));
     disagg.instance_gpus = place_pools(s, *topology);
   }
+  // Offload copies cross the topology too (sim/tier/tier_links.h), sharing its links with the P/D pulls.
+  const bool offload_on_topology = topology && std::any_of(configs.begin(), configs.end(),
+                                                           [](const EngineConfig& c) { return c.kv_offload.enabled; });
+  if (s.cluster.disaggregated || offload_on_topology) {
+    FlowOptions fo;
+    if (s.cluster.disaggregated) {
+      fo.per_flow_cap = s.cluster.disaggregation.per_flow_cap;
+      fo.per_descriptor = duration_from_seconds(s.cluster.disaggregation.per_descriptor_s);
+    }
+    network = std::make_unique<FlowNetwork>(ctx, *topology, fo);
+  }
+  if (offload_on_topology) {
+    for (size_t i = 0; i < engines.size(); ++i) {
+      KvOffload* o = engines[i]->offload();
+      if (o == nullptr) continue;
+      const std::string key =
+          s.path + ": " + s.cluster.pools[static_cast<size_t>(configs[i].pool)].key + ".engine.kv_offload";
+      o->set_links(std::make_unique<TierLinks>(*network, disagg.instance_gpus[i], configs[i].kv_offload, key));
+    }
+  }
   if (s.cluster.disaggregated) {
     disagg.settings = s.cluster.disaggregation;
-    FlowOptions fo;
-    fo.per_flow_cap = disagg.settings.per_flow_cap;
-    fo.per_descriptor = duration_from_seconds(disagg.settings.per_descriptor_s);
-    network = std::make_unique<FlowNetwork>(ctx, *topology, fo);
     disagg.network = network.get();
     for (const PoolSettings& p : s.cluster.pools) disagg.pool_roles.push_back(p.role);
     for (size_t pi = 0; pi < s.cluster.pools.size(); ++pi) {
@@ -344,7 +361,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     if (s.cluster.present) info.pools.push_back(p.info);
   }
   info.router = s.cluster.present ? s.cluster.router.policy : "";
-  if (network) {
+  if (network && s.cluster.disaggregated) {
     info.disaggregated = true;
     for (int l = 0; l < topology->num_links(); ++l) {
       const Topology::LinkInfo& li = topology->link(l);

@@ -175,13 +175,25 @@ void EngineInstance::on_schedule() {
   // Rule 24 (vLLM offloading/scheduler.py build_connector_meta: jobs_to_flush = the store jobs of requests
   // preempted this step and of GPU blocks re-allocated this step; offloading/worker.py handle_preemptions
   // waits for them synchronously before the forward pass): the step computes only after those stores end.
-  SimTime compute_start = ctx_.now();
-  if (offload_) compute_start = offload_->store_fence(allocated_, preempted_);
-  store_wait_ = compute_start - ctx_.now();
-  if (d.ns() > INT64_MAX - compute_start.ns())
-    throw InputError("the simulated clock would pass 292 years (a store fence at " +
-                     std::to_string(compute_start.seconds()) + " s)");
-  ctx_.queue.schedule(compute_start + d, Phase::kStepDone, kTagStepDone, [this] { on_step_done(); });
+  if (offload_) {
+    const StoreFence fence = offload_->store_fence(allocated_, preempted_);
+    // Over a topology the store's end is known only at its completion event: the step starts from it.
+    if (offload_->waiting(fence)) {
+      offload_->after(fence, [this, d] { start_compute(ctx_.now(), d); });
+      return;
+    }
+    start_compute(fence.at, d);
+    return;
+  }
+  start_compute(ctx_.now(), d);
+}
+
+void EngineInstance::start_compute(SimTime at, Duration d) {
+  store_wait_ = at - step_start_;
+  if (d.ns() > INT64_MAX - at.ns())
+    throw InputError("the simulated clock would pass 292 years (a store fence at " + std::to_string(at.seconds()) +
+                     " s)");
+  ctx_.queue.schedule(at + d, Phase::kStepDone, kTagStepDone, [this] { on_step_done(); });
 }
 
 BatchShape EngineInstance::batch_shape() const {

@@ -99,6 +99,7 @@ class EngineInstance {
   const KvCacheCoordinator& kv() const { return scheduler_.kv(); }
   // The KV offload tier (engine.kv_offload); nullptr when off.
   const KvOffload* offload() const { return offload_.get(); }
+  KvOffload* offload() { return offload_.get(); }  // set-up (KvOffload::set_links)
   // Blocks held by the request with this id in every group (tests); 0 if it holds none or is gone.
   int64_t held_blocks(RequestId id) const;
   // Leading entries of `hashes` (this instance's block hashes of a prompt, history group) present in
@@ -111,6 +112,8 @@ class EngineInstance {
  private:
   void request_schedule();
   void on_schedule();
+  // The step's forward pass starts at `at` (after its store fence) and takes `d`.
+  void start_compute(SimTime at, Duration d);
   void on_step_done();
   BatchShape batch_shape() const;
   void emit_rejected(RequestRecord rec);

@@ -42,18 +42,27 @@ int64_t FlowNetwork::start(int src_gpu, int dst_gpu, int64_t bytes, uint64_t flo
     throw std::logic_error("FlowNetwork::start: no route from " + topo_.gpu_name(src_gpu) + " to " +
                            topo_.gpu_name(dst_gpu));
   }
+  return start_on(*path, bytes, std::move(done), rate_cap, extra_latency + opts_.per_descriptor * descriptors);
+}
+
+int64_t FlowNetwork::start_on(const Topology::Path& path, int64_t bytes, DoneFn done, double rate_cap,
+                              Duration extra_latency, bool per_flow_cap) {
+  if (bytes < 0 || rate_cap < 0 || !std::isfinite(rate_cap) || extra_latency < Duration::zero()) {
+    throw std::invalid_argument("FlowNetwork::start_on: negative bytes, rate cap or latency");
+  }
+  for (int l : path.links)
+    if (l < 0 || l >= topo_.num_links()) throw std::invalid_argument("FlowNetwork::start_on: link out of range");
+  double bound = rate_cap > 0 ? rate_cap : std::numeric_limits<double>::infinity();
+  if (per_flow_cap && opts_.per_flow_cap > 0) bound = std::min(bound, opts_.per_flow_cap);
   const int64_t id = next_id_++;
   ++stats_.flows_started;
   Flow& f = flows_[id];
-  f.links = std::move(path->links);
+  f.links = path.links;
   f.bytes = static_cast<double>(bytes);
   f.remaining = f.bytes;
-  f.bound = std::numeric_limits<double>::infinity();
-  if (rate_cap > 0) f.bound = rate_cap;
-  if (opts_.per_flow_cap > 0) f.bound = std::min(f.bound, opts_.per_flow_cap);
+  f.bound = bound;
   f.done = std::move(done);
-  const Duration latency = path->latency + extra_latency + opts_.per_descriptor * descriptors;
-  const SimTime at = ctx_.now() + latency;
+  const SimTime at = ctx_.now() + path.latency + extra_latency;
   if (bytes == 0 || f.links.empty()) {
     ctx_.queue.schedule(at, Phase::kTransferDone, kTagFlowDone, [this, id] { finish(id); });
   } else {

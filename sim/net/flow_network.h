@@ -47,6 +47,10 @@ class FlowNetwork {
   // or latency, or a GPU index out of range.
   int64_t start(int src_gpu, int dst_gpu, int64_t bytes, uint64_t flow_hash, DoneFn done, double rate_cap = 0,
                 Duration extra_latency = Duration::zero(), int64_t descriptors = 0);
+  // The same on a path given by the caller (Topology::route_vertices: an offload copy between a GPU and
+  // its host or a store). `per_flow_cap`: whether options.per_flow_cap (an RDMA queue pair's) bounds it.
+  int64_t start_on(const Topology::Path& path, int64_t bytes, DoneFn done, double rate_cap = 0,
+                   Duration extra_latency = Duration::zero(), bool per_flow_cap = true);
 
   int active_flows() const { return static_cast<int>(flows_.size()); }  // latency phase included
   double link_rate(int link) const;                                     // current aggregate rate (bytes/s)

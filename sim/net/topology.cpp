@@ -20,7 +20,7 @@ using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirection
 using Reversed = boost::reverse_graph<Graph>;
 using ReversedEdge = boost::graph_traits<Reversed>::edge_descriptor;
 
-bool is_endpoint(VertexKind k) { return k == VertexKind::kGpu || k == VertexKind::kCpu; }
+bool is_endpoint(VertexKind k) { return k == VertexKind::kGpu || k == VertexKind::kCpu || k == VertexKind::kStorage; }
 
 // Reversed-graph edges x->u (original u->x) that a BFS from `dst` may follow: out of the destination
 // or out of a transit vertex, never out of another endpoint.
@@ -159,6 +159,7 @@ int Topology::gpu_node(int gpu) const { return vertices_.at(gpus_.at(gpu)).node;
 int Topology::gpu_vertex(int gpu) const { return gpus_.at(gpu); }
 const std::string& Topology::vertex_name(int v) const { return vertices_.at(v).name; }
 VertexKind Topology::vertex_kind(int v) const { return vertices_.at(v).kind; }
+int Topology::vertex_node(int v) const { return vertices_.at(v).node; }
 const Topology::LinkInfo& Topology::link(int id) const { return links_.at(id); }
 
 std::optional<int> Topology::find_vertex(std::string_view name) const {
@@ -178,9 +179,12 @@ int Topology::hops(int src_gpu, int dst_gpu) const { return dist_.at(dst_gpu).at
 
 std::optional<Topology::Path> Topology::route(int src_gpu, int dst_gpu, uint64_t flow_hash) const {
   const std::vector<int>& dist = dist_.at(dst_gpu);
-  int u = gpus_.at(src_gpu);
-  const int dst = gpus_[dst_gpu];
+  const int u = gpus_.at(src_gpu);
   if (dist[u] < 0) return std::nullopt;
+  return walk(u, gpus_[dst_gpu], dist, flow_hash);
+}
+
+Topology::Path Topology::walk(int u, int dst, const std::vector<int>& dist, uint64_t flow_hash) const {
   Path p;
   std::vector<int> candidates;
   for (int hop = 0; u != dst; ++hop) {
@@ -196,6 +200,48 @@ std::optional<Topology::Path> Topology::route(int src_gpu, int dst_gpu, uint64_t
     u = links_[id].to;
   }
   return p;
+}
+
+std::vector<int> Topology::distances_to(int dst) const {
+  // The build's search, for one destination: over the reversed links, never expanding out of another
+  // endpoint (a plain queue; the graph is small and this runs at set-up).
+  std::vector<int> dist(vertices_.size(), -1);
+  std::vector<std::vector<int>> in(vertices_.size());
+  for (const LinkInfo& l : links_) in[static_cast<size_t>(l.to)].push_back(l.from);
+  std::vector<int> queue{dst};
+  dist[static_cast<size_t>(dst)] = 0;
+  for (size_t head = 0; head < queue.size(); ++head) {
+    const int x = queue[head];
+    if (x != dst && is_endpoint(vertices_[static_cast<size_t>(x)].kind)) continue;
+    for (int u : in[static_cast<size_t>(x)]) {
+      if (dist[static_cast<size_t>(u)] >= 0) continue;
+      dist[static_cast<size_t>(u)] = dist[static_cast<size_t>(x)] + 1;
+      queue.push_back(u);
+    }
+  }
+  return dist;
+}
+
+std::optional<Topology::Path> Topology::route_vertices(int src, int dst, uint64_t flow_hash) const {
+  if (src < 0 || src >= num_vertices() || dst < 0 || dst >= num_vertices())
+    throw std::invalid_argument("Topology::route_vertices: vertex out of range");
+  const std::vector<int> dist = distances_to(dst);
+  if (dist[static_cast<size_t>(src)] < 0) return std::nullopt;
+  return walk(src, dst, dist, flow_hash);
+}
+
+int Topology::nearest(int from, VertexKind kind, int node) const {
+  int best = -1, best_hops = 0;
+  for (int v = 0; v < num_vertices(); ++v) {
+    const VertexInfo& vi = vertices_[static_cast<size_t>(v)];
+    if (vi.kind != kind || vi.node != node || v == from) continue;
+    const int h = distances_to(v)[static_cast<size_t>(from)];
+    if (h >= 0 && (best < 0 || h < best_hops)) {
+      best = v;
+      best_hops = h;
+    }
+  }
+  return best;
 }
 
 }  // namespace kvsim

@@ -2,8 +2,8 @@
 // The network topology of one run: vertices (GPUs, switches, NICs, CPUs) and directed links with
 // capacity and latency, plus shortest-path routes with ECMP. Built once, immutable afterwards.
 //
-// Routing (cluster-offload.md D.5, G.18): fewest hops. GPUs and CPUs are endpoints only; no route
-// passes through one (traffic never relays through another GPU's memory or host DRAM). Distances
+// Routing (cluster-offload.md D.5, G.18): fewest hops. GPUs, CPUs and storage are endpoints only; no
+// route passes through one (traffic never relays through another GPU's memory, host DRAM or a drive). Distances
 // to every GPU are found once at build by breadth-first search from the destination over the
 // reversed graph (Boost Graph). A route walks from the source; at each vertex the ECMP next hops are
 // the out-links u->v with d(v) = d(u) - 1, in link-id order, and one is picked by a deterministic
@@ -40,6 +40,7 @@ class Topology {
   int num_vertices() const { return static_cast<int>(vertices_.size()); }
   const std::string& vertex_name(int v) const;
   VertexKind vertex_kind(int v) const;
+  int vertex_node(int v) const;  // -1 for shared switches
   std::optional<int> find_vertex(std::string_view name) const;
 
   // Directed links: spec link i becomes links 2i (from -> to) and 2i + 1 (to -> from).
@@ -62,8 +63,16 @@ class Topology {
   std::optional<Path> route(int src_gpu, int dst_gpu, uint64_t flow_hash) const;
   // Hop count of the fewest-hop route, -1 when unreachable.
   int hops(int src_gpu, int dst_gpu) const;
+  // Fewest-hop route between any two vertices under the same rules (ECMP by flow_hash), nullopt when
+  // unreachable. A breadth-first search per call: for set-up (offload copy paths), not per flow.
+  std::optional<Path> route_vertices(int src_vertex, int dst_vertex, uint64_t flow_hash) const;
+  // The vertex of `kind` on `node` with the fewest hops from `from` (ties: the lowest vertex id), -1 when
+  // none is reachable.
+  int nearest(int from_vertex, VertexKind kind, int node) const;
 
  private:
+  std::vector<int> distances_to(int dst_vertex) const;
+  Path walk(int src_vertex, int dst_vertex, const std::vector<int>& dist, uint64_t flow_hash) const;
   struct VertexInfo {
     std::string name;
     VertexKind kind;

@@ -1,7 +1,6 @@
 #include "sim/tier/host_tier.h"
 
 #include <algorithm>
-#include <unordered_set>
 #include <vector>
 
 #include "sim/core/check.h"
@@ -37,28 +36,51 @@ bool HostTier::prepare_store(std::span<const uint64_t> keys, std::span<const uin
                              int64_t* inserted, int64_t* evicted) {
   *inserted = 0;
   *evicted = 0;
-  std::vector<uint64_t> fresh;
+  // The keys not yet held, in order, once each (a sorted copy finds repeats without a quadratic scan).
+  fresh_.clear();
   for (uint64_t k : keys)
-    if (!entries_.contains(k) && std::find(fresh.begin(), fresh.end(), k) == fresh.end()) fresh.push_back(k);
-  if (fresh.empty()) return true;
-  const int64_t need = std::ssize(fresh) - (capacity_ - size());
+    if (!entries_.contains(k)) fresh_.push_back(k);
+  sorted_.assign(fresh_.begin(), fresh_.end());
+  std::sort(sorted_.begin(), sorted_.end());
+  if (std::adjacent_find(sorted_.begin(), sorted_.end()) != sorted_.end()) {
+    std::vector<uint64_t> once;
+    for (uint64_t k : fresh_)
+      if (std::find(once.begin(), once.end(), k) == once.end()) once.push_back(k);
+    fresh_ = std::move(once);
+  }
+  if (fresh_.empty()) return true;
+  const int64_t need = std::ssize(fresh_) - (capacity_ - size());
   if (need > 0) {
-    const std::unordered_set<uint64_t> keep(protected_keys.begin(), protected_keys.end());
+    // The storing request's chunks are marked with this call's epoch instead of being copied into a set.
+    if (++epoch_ == 0) {  // wrapped: no mark may look current
+      for (auto& [key, e] : entries_) e.mark = 0;
+      epoch_ = 1;
+    }
+    const uint32_t epoch = epoch_;
+    for (uint64_t k : protected_keys) {
+      const auto it = entries_.find(k);
+      if (it != entries_.end()) it->second.mark = epoch;
+    }
     std::vector<uint64_t> victims;
     // vLLM: evict() is all or nothing; on failure the store is skipped.
     if (!policy_->evict(
-            need, keep, [this](uint64_t k) { return is_idle(k); }, &victims))
+            need,
+            [this, epoch](uint64_t k) {
+              const auto it = entries_.find(k);
+              return it != entries_.end() && it->second.mark == epoch;
+            },
+            [this](uint64_t k) { return is_idle(k); }, &victims))
       return false;
     KVSIM_CHECK(std::ssize(victims) == need, "policy evicted " << victims.size() << " chunks, asked " << need);
     for (uint64_t v : victims) entries_.erase(v);
     *evicted = need;
     evictions_ += need;
   }
-  for (uint64_t k : fresh) {
-    entries_.emplace(k, Entry{-1});
+  for (uint64_t k : fresh_) {
+    entries_.emplace(k, Entry{-1, 0});
     policy_->insert(k);
   }
-  *inserted = std::ssize(fresh);
+  *inserted = std::ssize(fresh_);
   KVSIM_CHECK(size() <= capacity_, "tier holds " << size() << " chunks, capacity " << capacity_);
   return true;
 }

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "sim/tier/i_eviction_policy.h"
 
@@ -49,7 +50,8 @@ class HostTier {
 
  private:
   struct Entry {
-    int32_t ref = 0;  // -1: write pending; > 0: loads in flight; 0: idle
+    int32_t ref = 0;    // -1: write pending; > 0: loads in flight; 0: idle
+    uint32_t mark = 0;  // prepare_store: protected in the call of this epoch
   };
   bool is_ready(uint64_t key) const;
   bool is_idle(uint64_t key) const;
@@ -58,6 +60,8 @@ class HostTier {
   int64_t evictions_ = 0;
   std::unordered_map<uint64_t, Entry> entries_;
   std::unique_ptr<IEvictionPolicy> policy_;
+  uint32_t epoch_ = 0;
+  std::vector<uint64_t> fresh_, sorted_;  // prepare_store scratch
 };
 
 }  // namespace kvsim

@@ -7,7 +7,7 @@
 //    left 0 (a load began);
 //  - touch(keys): a lookup or a store used these keys, walked in reverse so the first chunk of a
 //    prefix ends most recent (rule 22); keys the tier does not hold may still move ghost state;
-//  - evict(n, ...): picks exactly n victims among keys with is_idle(key) and not in `protected_keys`
+//  - evict(n, ...): picks exactly n victims among keys with is_idle(key) and not is_protected(key)
 //    and forgets them, or returns false and changes nothing (all or nothing, rule 21).
 // Implementations iterate only their own lists (deterministic).
 #include <cstdint>
@@ -15,7 +15,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 namespace kvsim {
@@ -29,7 +28,7 @@ class IEvictionPolicy {
   virtual void on_busy(uint64_t key) = 0;
   // `is_ready`: the tier holds the key and its store completed.
   virtual void touch(std::span<const uint64_t> keys, const KeyPredicate& is_ready) = 0;
-  virtual bool evict(int64_t n, const std::unordered_set<uint64_t>& protected_keys, const KeyPredicate& is_idle,
+  virtual bool evict(int64_t n, const KeyPredicate& is_protected, const KeyPredicate& is_idle,
                      std::vector<uint64_t>* victims) = 0;
 };
 

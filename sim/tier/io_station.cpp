@@ -44,6 +44,13 @@ void IoStation::submit(Dir dir, int64_t bytes, std::function<void(SimTime)> done
 
 void IoStation::start(size_t server, Job job) {
   servers_[server].busy = true;
+  if (mover_) {
+    mover_(job.dir, job.bytes, [this, server, done = std::move(job.done)] {
+      done(ctx_.now());
+      on_done(server);
+    });
+    return;
+  }
   const SimTime end = ctx_.now() + service(job.dir, job.bytes);
   ctx_.queue.schedule(end, Phase::kTransferDone, kTagIoDone, [this, server, end, done = std::move(job.done)] {
     done(end);

@@ -25,6 +25,10 @@ class IoStation {
   enum class Dir : uint8_t { kRead, kWrite };
   IoStation(SimContext& ctx, int read_servers, int write_servers, Duration latency, double read_bandwidth,
             double write_bandwidth);
+  // With a mover, a server's job is moved by it (TierLinks: flows over the topology, which then own the
+  // latency and the bandwidth) and ends when the mover calls back; without one it takes service().
+  using Mover = std::function<void(Dir, int64_t bytes, std::function<void()> done)>;
+  void set_mover(Mover mover) { mover_ = std::move(mover); }
   // Submits a job of `bytes` now; `done(end)` runs at its end.
   void submit(Dir dir, int64_t bytes, std::function<void(SimTime)> done);
   Duration service(Dir dir, int64_t bytes) const;
@@ -48,6 +52,7 @@ class IoStation {
   double read_bw_, write_bw_;
   std::vector<Server> servers_;  // read servers first, then write servers
   std::deque<Job> queue_[2];
+  Mover mover_;
 };
 
 }  // namespace kvsim

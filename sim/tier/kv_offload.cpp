@@ -248,44 +248,94 @@ void KvOffload::offer_store(RequestId id, std::span<const uint64_t> hashes, std:
 void KvOffload::submit_stores() {
   const SimTime now = ctx_.now();
   for (StoreJob& job : step_stores_) {
+    job.seq = ++next_store_job_;
+    for (int32_t b : job.blocks) block_store_job_[b] = job.seq;
+    request_store_job_[job.id.value()] = job.seq;
+    if (links_) {
+      d2h_queue_.push_back(std::make_shared<StoreJob>(std::move(job)));
+      continue;
+    }
     const SimTime start = std::max(now, d2h_free_);
     d2h_free_ = start + store_duration(job.bytes_rank);
-    const SimTime end = d2h_free_;
-    for (int32_t b : job.blocks) {
-      SimTime& e = block_store_end_[b];
-      e = std::max(e, end);
-    }
-    SimTime& re = request_store_end_[job.id.value()];
-    re = std::max(re, end);
-    ctx_.queue.schedule(end, Phase::kTransferDone, kTagTierStoreDone, [this, end, job = std::move(job)]() mutable {
-      tier_.complete_store(job.keys);
-      if (config_.lmcache) {
-        for (size_t i = 0; i < job.lower_keys.size(); ++i) write_lower(i, std::move(job.lower_keys[i]), false);
-      } else {
-        write_through(job.keys);
-      }
-      for (int32_t b : job.blocks) {
-        const auto it = block_store_end_.find(b);
-        if (it != block_store_end_.end() && it->second == end) block_store_end_.erase(it);
-      }
-      const auto it = request_store_end_.find(job.id.value());
-      if (it != request_store_end_.end() && it->second == end) request_store_end_.erase(it);
-    });
+    store_ends_.push_back(d2h_free_);
+    ctx_.queue.schedule(d2h_free_, Phase::kTransferDone, kTagTierStoreDone,
+                        [this, job = std::move(job)]() mutable { complete_store(job); });
   }
   step_stores_.clear();
+  if (links_) pump_d2h();
 }
 
-SimTime KvOffload::store_fence(std::span<const int32_t> reused, std::span<const RequestId> preempted) const {
-  SimTime t = ctx_.now();
+void KvOffload::pump_d2h() {
+  if (d2h_busy_ || d2h_queue_.empty()) return;
+  d2h_busy_ = true;
+  std::shared_ptr<StoreJob> job = std::move(d2h_queue_.front());
+  d2h_queue_.pop_front();
+  const int64_t bytes = job->bytes_rank;
+  links_->move(0, true, bytes, config_.write_bandwidth, config_.latency, [this, job = std::move(job)] {
+    d2h_busy_ = false;
+    complete_store(*job);
+    pump_d2h();
+  });
+}
+
+void KvOffload::complete_store(StoreJob& job) {
+  tier_.complete_store(job.keys);
+  if (config_.lmcache) {
+    for (size_t i = 0; i < job.lower_keys.size(); ++i) write_lower(i, std::move(job.lower_keys[i]), false);
+  } else {
+    write_through(job.keys);
+  }
+  for (int32_t b : job.blocks) {
+    const auto it = block_store_job_.find(b);
+    if (it != block_store_job_.end() && it->second == job.seq) block_store_job_.erase(it);
+  }
+  const auto it = request_store_job_.find(job.id.value());
+  if (it != request_store_job_.end() && it->second == job.seq) request_store_job_.erase(it);
+  KVSIM_CHECK(job.seq == stores_done_ + 1, "store job " << job.seq << " ended out of order");
+  stores_done_ = job.seq;
+  if (!store_ends_.empty()) store_ends_.pop_front();
+  while (!fence_waiters_.empty() && fence_waiters_.begin()->first <= stores_done_) {
+    std::function<void()> fn = std::move(fence_waiters_.begin()->second);
+    fence_waiters_.erase(fence_waiters_.begin());
+    fn();
+  }
+}
+
+StoreFence KvOffload::store_fence(std::span<const int32_t> reused, std::span<const RequestId> preempted) const {
+  int64_t job = 0;  // entries are erased when their job ends: every one found is pending
   for (int32_t b : reused) {
-    const auto it = block_store_end_.find(b);
-    if (it != block_store_end_.end()) t = std::max(t, it->second);
+    const auto it = block_store_job_.find(b);
+    if (it != block_store_job_.end()) job = std::max(job, it->second);
   }
   for (RequestId id : preempted) {
-    const auto it = request_store_end_.find(id.value());
-    if (it != request_store_end_.end()) t = std::max(t, it->second);
+    const auto it = request_store_job_.find(id.value());
+    if (it != request_store_job_.end()) job = std::max(job, it->second);
   }
-  return t;
+  if (links_ || job == 0) return StoreFence{ctx_.now(), job};
+  return StoreFence{std::max(ctx_.now(), store_ends_.at(static_cast<size_t>(job - stores_done_ - 1))), 0};
+}
+
+void KvOffload::after(const StoreFence& fence, std::function<void()> fn) {
+  if (!waiting(fence)) {
+    fn();
+    return;
+  }
+  fence_waiters_.emplace(fence.job, std::move(fn));
+}
+
+void KvOffload::set_links(std::unique_ptr<TierLinks> links) {
+  links_ = std::move(links);
+  if (!links_) return;
+  KVSIM_CHECK(links_->routed(0), "the first offload tier is off the topology");
+  for (size_t i = 0; i < lower_.size(); ++i) {
+    if (!links_->routed(static_cast<int>(i) + 1)) continue;
+    const KvOffloadLowerTier& l = config_.lower[i];
+    lower_[i]->io.set_mover([this, i, l](IoStation::Dir d, int64_t bytes, std::function<void()> done) {
+      const bool write = d == IoStation::Dir::kWrite;
+      links_->move(static_cast<int>(i) + 1, write, bytes, write ? l.write_bandwidth : l.read_bandwidth, l.latency,
+                   std::move(done));
+    });
+  }
 }
 
 bool KvOffload::evicted_from_all_tiers(std::span<const uint64_t> hashes, int64_t block) const {
@@ -326,37 +376,61 @@ void KvOffload::write_lower(size_t i, std::vector<uint64_t> ks, bool pin_host) {
   });
 }
 
-void KvOffload::load_from_host(std::vector<uint64_t> job, int64_t bytes, SimTime first_start, SimTime not_before,
-                               std::function<void(SimTime, SimTime)> done) {
-  const SimTime start = std::max({ctx_.now(), h2d_free_, not_before});
-  h2d_free_ = start + load_duration(bytes);
-  ctx_.queue.schedule(h2d_free_, Phase::kTransferDone, kTagTierLoadDone,
-                      [this, keys = std::move(job), first_start, end = h2d_free_, done = std::move(done)] {
-                        tier_.end_load(keys);
-                        done(first_start, end);
-                      });
+void KvOffload::load_from_host(LoadJob job) {
+  if (links_) {
+    h2d_queue_.push_back(std::move(job));
+    pump_h2d();
+    return;
+  }
+  const SimTime start = std::max({ctx_.now(), h2d_free_, job.fence.at});
+  h2d_free_ = start + load_duration(job.bytes_rank);
+  ctx_.queue.schedule(
+      h2d_free_, Phase::kTransferDone, kTagTierLoadDone,
+      [this, keys = std::move(job.keys), first_start = job.first_start, end = h2d_free_, done = std::move(job.done)] {
+        tier_.end_load(keys);
+        done(first_start, end);
+      });
+}
+
+void KvOffload::pump_h2d() {
+  if (h2d_busy_ || h2d_fenced_ || h2d_queue_.empty()) return;
+  if (waiting(h2d_queue_.front().fence)) {
+    // FIFO: the head waits for its store fence, and the jobs behind it with it.
+    h2d_fenced_ = true;
+    after(h2d_queue_.front().fence, [this] {
+      h2d_fenced_ = false;
+      pump_h2d();
+    });
+    return;
+  }
+  h2d_busy_ = true;
+  auto job = std::make_shared<LoadJob>(std::move(h2d_queue_.front()));
+  h2d_queue_.pop_front();
+  const int64_t bytes = job->bytes_rank;
+  links_->move(0, false, bytes, config_.read_bandwidth, config_.latency, [this, job = std::move(job)] {
+    h2d_busy_ = false;
+    tier_.end_load(job->keys);
+    job->done(job->first_start, ctx_.now());
+    pump_h2d();
+  });
 }
 
 void KvOffload::start_load(std::span<const uint64_t> hashes, const TierHit& hit,
-                           std::function<void(SimTime, SimTime)> done, SimTime not_before) {
+                           std::function<void(SimTime, SimTime)> done, StoreFence fence) {
   const int64_t c = config_.chunk_tokens;
   const int64_t tp = config_.chunk_bytes / config_.chunk_bytes_rank;
   const bool hybrid = config_.state_slots > 0;
   const int64_t bytes = bytes_rank(hit.tokens() / block_size_ * block_size_) + (hybrid ? config_.state_bytes_rank : 0);
   totals_[0].loaded_bytes += bytes * tp;
   struct Pending {
-    std::vector<uint64_t> host_job;
+    LoadJob host_job;
     int outstanding = 0;
-    int64_t bytes = 0;
-    SimTime first_start;
-    SimTime not_before;
-    std::function<void(SimTime, SimTime)> done;
   };
   auto p = std::make_shared<Pending>();
-  p->bytes = bytes;
-  p->first_start = ctx_.now();
-  p->not_before = not_before;
-  p->done = std::move(done);
+  p->host_job.bytes_rank = bytes;
+  p->host_job.first_start = ctx_.now();
+  p->host_job.fence = fence;
+  p->host_job.done = std::move(done);
   keys(hashes, 0, (hit.end + c - 1) / c, protected_);
   for (size_t si = 0; si < hit.segments.size(); ++si) {
     const TierSegment& seg = hit.segments[si];
@@ -372,7 +446,7 @@ void KvOffload::start_load(std::span<const uint64_t> hashes, const TierHit& hit,
       // (another request's) may have evicted one of these idle chunks: it is loaded as planned, unpinned.
       std::erase_if(ks, [this](uint64_t k) { return tier_.state(k) != HostTier::State::kReady; });
       tier_.begin_load(ks);
-      p->host_job.insert(p->host_job.end(), ks.begin(), ks.end());
+      p->host_job.keys.insert(p->host_job.keys.end(), ks.begin(), ks.end());
       continue;
     }
     // Promotion lower -> host (rule 25; LMCache: the write-back of a lower-tier hit to the host tier),
@@ -390,23 +464,21 @@ void KvOffload::start_load(std::span<const uint64_t> hashes, const TierHit& hit,
     const int64_t seg_bytes = key_bytes_rank(ks);
     totals_[static_cast<size_t>(seg.tier)].loaded_bytes += seg_bytes * tp;
     ++p->outstanding;
-    lower_[li]->io.submit(
-        IoStation::Dir::kRead, seg_bytes, [this, li, kept, p, ks = std::move(ks), fresh = std::move(fresh)](SimTime) {
-          lower_[li]->index.end_load(ks);
-          if (kept) {
-            tier_.complete_store(fresh);
-            std::vector<uint64_t> now_held;
-            for (uint64_t k : fresh)
-              if (tier_.state(k) == HostTier::State::kReady) now_held.push_back(k);
-            tier_.begin_load(now_held);
-            p->host_job.insert(p->host_job.end(), now_held.begin(), now_held.end());
-          }
-          if (--p->outstanding == 0)
-            load_from_host(std::move(p->host_job), p->bytes, p->first_start, p->not_before, std::move(p->done));
-        });
+    lower_[li]->io.submit(IoStation::Dir::kRead, seg_bytes,
+                          [this, li, kept, p, ks = std::move(ks), fresh = std::move(fresh)](SimTime) {
+                            lower_[li]->index.end_load(ks);
+                            if (kept) {
+                              tier_.complete_store(fresh);
+                              std::vector<uint64_t> now_held;
+                              for (uint64_t k : fresh)
+                                if (tier_.state(k) == HostTier::State::kReady) now_held.push_back(k);
+                              tier_.begin_load(now_held);
+                              p->host_job.keys.insert(p->host_job.keys.end(), now_held.begin(), now_held.end());
+                            }
+                            if (--p->outstanding == 0) load_from_host(std::move(p->host_job));
+                          });
   }
-  if (p->outstanding == 0)
-    load_from_host(std::move(p->host_job), p->bytes, p->first_start, p->not_before, std::move(p->done));
+  if (p->outstanding == 0) load_from_host(std::move(p->host_job));
 }
 
 void KvOffload::note_usage() {

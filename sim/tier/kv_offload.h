@@ -43,9 +43,16 @@
 // The D2H and H2D queues run alongside each other and alongside compute (DMA, no SMs). Not modelled:
 // store_threshold.
 // Times are per GPU: a TP engine copies its ranks' shares in parallel, each chunk_bytes_rank.
+// Over a topology (set_links): the D2H and H2D queues stay FIFO, one job at a time, and a lower tier's
+// I/O servers stay as they are, but each job's copy is TierLinks::move (one flow per rank, sharing the
+// topology's PCIe / NIC links with every other flow), so its end is known only when its last flow ends:
+// the store fence is then the store job (in D2H order) to wait for, and the step or load that waits
+// starts from that job's completion event (after()).
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -58,6 +65,7 @@
 #include "sim/tier/host_tier.h"
 #include "sim/tier/io_station.h"
 #include "sim/tier/offload_config.h"
+#include "sim/tier/tier_links.h"
 
 namespace kvsim {
 
@@ -85,6 +93,14 @@ struct TierTotals {
   int64_t peak_used_bytes = 0;
 };
 
+// Rule 24: what a step or a load must wait for before it writes GPU blocks. Without links every store's
+// end is known at submission: `at` (never before now). Over a topology: `job`, the store job (numbered
+// 1, 2, ... in D2H order) whose completion releases it, or 0.
+struct StoreFence {
+  SimTime at;
+  int64_t job = 0;
+};
+
 class KvOffload {
  public:
   // `prefill_chunk`: the engine's prefill chunk (max_num_batched_tokens) for the cost policy.
@@ -103,14 +119,20 @@ class KvOffload {
                    const std::function<void(int64_t, std::vector<int32_t>&)>& state_blocks = {});
   // The step ended: its store jobs enter the D2H queue now.
   void submit_stores();
-  // Starts the load of `hit` now; its host -> GPU copy starts no earlier than `not_before` (the store fence
-  // of the GPU blocks it fills, rule 24). `done(start, end)` runs when it ends (Phase::kTransferDone).
+  // Starts the load of `hit` now; its host -> GPU copy starts no earlier than `fence` releases (the store
+  // fence of the GPU blocks it fills, rule 24). `done(start, end)` runs when it ends (Phase::kTransferDone).
   void start_load(std::span<const uint64_t> hashes, const TierHit& hit, std::function<void(SimTime, SimTime)> done,
-                  SimTime not_before = SimTime{});
-  // Rule 24: the time until which the step must wait (now when nothing is pending): the latest end of a
-  // submitted store that copies one of `reused` (GPU blocks handed out this step) or belongs to a
-  // request in `preempted`.
-  SimTime store_fence(std::span<const int32_t> reused, std::span<const RequestId> preempted) const;
+                  StoreFence fence = {});
+  // Rule 24: the fence of the latest submitted store that copies one of `reused` (GPU blocks handed out
+  // this step) or belongs to a request in `preempted` (none pending: `at` = now, no job).
+  StoreFence store_fence(std::span<const int32_t> reused, std::span<const RequestId> preempted) const;
+  // Whether `fence` still holds back a step started now (a store job not yet ended).
+  bool waiting(const StoreFence& fence) const { return fence.job > stores_done_; }
+  // Runs `fn` once `fence`'s store job ended (at once when it has; in that job's completion event else).
+  void after(const StoreFence& fence, std::function<void()> fn);
+  // Copies over the topology from now on (call before the run).
+  void set_links(std::unique_ptr<TierLinks> links);
+  const TierLinks* links() const { return links_.get(); }
 
   // Time of one job moving `bytes_rank` bytes (per GPU) in each direction.
   Duration load_duration(int64_t bytes_rank) const;
@@ -152,15 +174,25 @@ class KvOffload {
   };
   struct StoreJob {
     RequestId id;
+    int64_t seq = 0;                                // 1, 2, ... in D2H order
     std::vector<uint64_t> keys;                     // admitted in the host tier (pending there)
     std::vector<int32_t> blocks;                    // GPU blocks the copy reads
     std::vector<std::vector<uint64_t>> lower_keys;  // LMCache: admitted in each lower tier
     int64_t bytes_rank = 0;                         // the D2H copy
   };
+  struct LoadJob {
+    std::vector<uint64_t> keys;
+    int64_t bytes_rank = 0;
+    SimTime first_start;
+    StoreFence fence;
+    std::function<void(SimTime, SimTime)> done;
+  };
+  void complete_store(StoreJob& job);
+  void pump_d2h();
+  void pump_h2d();
   void write_through(const std::vector<uint64_t>& keys);
   void write_lower(size_t i, std::vector<uint64_t> keys, bool pin_host);
-  void load_from_host(std::vector<uint64_t> job, int64_t bytes_rank, SimTime first_start, SimTime not_before,
-                      std::function<void(SimTime, SimTime)> done);
+  void load_from_host(LoadJob job);
   void keys(std::span<const uint64_t> hashes, int64_t first_chunk, int64_t last_chunk,
             std::vector<uint64_t>& out) const;
   // Bytes one GPU copies for these keys (chunk keys: chunk_bytes_rank; state keys: their share of a state).
@@ -183,9 +215,19 @@ class KvOffload {
   SimTime d2h_free_;                          // the D2H queue is busy until then
   SimTime h2d_free_;
   std::vector<StoreJob> step_stores_;  // jobs prepared this step, submitted at its end
-  // Rule 24: end of the latest submitted store reading each GPU block / of each request (lookup only).
-  std::unordered_map<int32_t, SimTime> block_store_end_;
-  std::unordered_map<int64_t, SimTime> request_store_end_;
+  // Rule 24: the latest submitted store job reading each GPU block / of each request (lookup only); jobs
+  // end in D2H order, so `stores_done_` (the last one ended) tells which are pending. Without links the
+  // pending jobs' end times, oldest first.
+  std::unordered_map<int32_t, int64_t> block_store_job_;
+  std::unordered_map<int64_t, int64_t> request_store_job_;
+  int64_t next_store_job_ = 0, stores_done_ = 0;
+  std::deque<SimTime> store_ends_;
+  std::multimap<int64_t, std::function<void()>> fence_waiters_;  // by the store job they wait for
+  // Over a topology: the D2H and H2D FIFO queues of jobs not yet started.
+  std::unique_ptr<TierLinks> links_;
+  std::deque<std::shared_ptr<StoreJob>> d2h_queue_;
+  std::deque<LoadJob> h2d_queue_;
+  bool d2h_busy_ = false, h2d_busy_ = false, h2d_fenced_ = false;
   std::vector<uint64_t> keys_, protected_;
 };
 

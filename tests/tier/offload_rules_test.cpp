@@ -124,11 +124,11 @@ TEST(StoreFence, HybridStateBlocksAreFencedWithTheirChunk) {
   EXPECT_EQ(rec.tier_stored_bytes, 2 * kBlockBytes);
   o.submit_stores();
   const std::vector<int32_t> chunk = {7}, state = {42}, other = {43};
-  EXPECT_EQ(o.store_fence(chunk, {}).ns(), ms_ns(2.010));
-  EXPECT_EQ(o.store_fence(state, {}).ns(), ms_ns(2.010));
-  EXPECT_EQ(o.store_fence(other, {}).ns(), 0);
+  EXPECT_EQ(o.store_fence(chunk, {}).at.ns(), ms_ns(2.010));
+  EXPECT_EQ(o.store_fence(state, {}).at.ns(), ms_ns(2.010));
+  EXPECT_EQ(o.store_fence(other, {}).at.ns(), 0);
   const std::vector<RequestId> preempted = {RequestId(1)};
-  EXPECT_EQ(o.store_fence({}, preempted).ns(), ms_ns(2.010));
+  EXPECT_EQ(o.store_fence({}, preempted).at.ns(), ms_ns(2.010));
 }
 
 // Rule 26. Two read servers and one write server, 10 us per job, read 1e9 B/s, write 0.5e9 B/s. Three

@@ -46,14 +46,14 @@ void ArcPolicy::touch(std::span<const uint64_t> keys, const KeyPredicate& is_rea
   }
 }
 
-bool ArcPolicy::evict(int64_t n, const std::unordered_set<uint64_t>& protected_keys, const KeyPredicate& is_idle,
+bool ArcPolicy::evict(int64_t n, const KeyPredicate& is_protected, const KeyPredicate& is_idle,
                       std::vector<uint64_t>* victims) {
   victims->clear();
   std::vector<Which> from;
   auto cur1 = lists_[kT1].begin(), cur2 = lists_[kT2].begin();
   const auto next = [&](std::list<uint64_t>::iterator& cur, Which w) {
     for (; cur != lists_[w].end(); ++cur)
-      if (is_idle(*cur) && !protected_keys.contains(*cur)) return true;
+      if (is_idle(*cur) && !is_protected(*cur)) return true;
     return false;
   };
   int64_t t1 = t1_size();  // |T1| as the victims so far leave it

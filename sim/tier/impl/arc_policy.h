@@ -24,7 +24,7 @@ class ArcPolicy final : public IEvictionPolicy {
   void on_idle(uint64_t) override {}
   void on_busy(uint64_t) override {}
   void touch(std::span<const uint64_t> keys, const KeyPredicate& is_ready) override;
-  bool evict(int64_t n, const std::unordered_set<uint64_t>& protected_keys, const KeyPredicate& is_idle,
+  bool evict(int64_t n, const KeyPredicate& is_protected, const KeyPredicate& is_idle,
              std::vector<uint64_t>* victims) override;
 
   double target_t1() const { return target_; }

@@ -22,11 +22,11 @@ void LruPolicy::touch(std::span<const uint64_t> keys, const KeyPredicate&) {
     if (pos_.contains(*k)) to_mru(*k);  // only idle chunks are in the list
 }
 
-bool LruPolicy::evict(int64_t n, const std::unordered_set<uint64_t>& protected_keys, const KeyPredicate&,
+bool LruPolicy::evict(int64_t n, const KeyPredicate& is_protected, const KeyPredicate&,
                       std::vector<uint64_t>* victims) {
   victims->clear();
   for (auto it = lru_.begin(); it != lru_.end() && std::ssize(*victims) < n; ++it)
-    if (!protected_keys.contains(*it)) victims->push_back(*it);
+    if (!is_protected(*it)) victims->push_back(*it);
   if (std::ssize(*victims) < n) {
     victims->clear();
     return false;  // vLLM: evict() is all or nothing
