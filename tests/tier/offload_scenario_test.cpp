@@ -93,3 +93,40 @@ TEST(OffloadScenario, HybridTierHitsRestoreTheReuseOfAPoolThatNeverEvicts) {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// scenarios/offload/qwen3-8b-1p1d-ib-host.yaml: a prefill instance on node0/gpu0 and a decode instance on
+// node1/gpu0, both with a host tier, on a topology: every store leaves its GPU over gpu0 -> pcie0, every
+// load enters over pcie0 -> gpu0, and the pulls cross the prefill side's gpu0 -> pcie0 and the decode
+// side's pcie0 -> gpu0. So, from two separate accounts (the network's link bytes, the tiers' totals):
+// bytes out of the two GPUs over PCIe = pulled + stored, bytes into them = pulled + loaded. And the pulls,
+// sharing the prefill GPU's PCIe link with its stores, take longer than without the tier.
+TEST(OffloadScenario, OnATopologyTierCopiesCrossThePcieLinksWithThePulls) {
+  const std::vector<std::string> small = {"workload.trace.limit=300"};
+  const SimulationResult r =
+      run_simulation(load_scenario("scenarios/offload/qwen3-8b-1p1d-ib-host.yaml", small), RunOptions{});
+  const auto& d = r.summary.disaggregation;
+  ASSERT_TRUE(d.present);
+  ASSERT_TRUE(r.summary.kv_offload.present);
+  const KvOffloadTier& host = r.summary.kv_offload.tiers.at(0);
+  ASSERT_GT(host.stored_bytes, 0);
+  double out = 0, in = 0;
+  for (const LinkTotal& l : d.links) {
+    if (l.name == "node0/gpu0->node0/pcie0" || l.name == "node1/gpu0->node1/pcie0") out += l.bytes;
+    if (l.name == "node0/pcie0->node0/gpu0" || l.name == "node1/pcie0->node1/gpu0") in += l.bytes;
+  }
+  EXPECT_NEAR(out, d.bytes + static_cast<double>(host.stored_bytes), 1.0);
+  EXPECT_NEAR(in, d.bytes + static_cast<double>(host.loaded_bytes), 1.0);
+  // The same cluster without the tier (scenarios/disagg, placed the same way).
+  const SimulationResult none = run_simulation(
+      load_scenario("scenarios/disagg/qwen3-8b-1p1d-nvlink.yaml",
+                    {"workload.trace.limit=300", "workload.trace.time_scale=4",
+                     "cluster.topology=hgx-h100-2node-ib-ndr", "cluster.pools.1.placement=[node1/gpu0]"}),
+      RunOptions{});
+  EXPECT_GT(d.transfer_ms.mean, none.summary.disaggregation.transfer_ms.mean);
+}
+
+}  // namespace
+}  // namespace kvsim
