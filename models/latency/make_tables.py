@@ -3,8 +3,9 @@
 
 Filters (to keep the committed tables small) and the physical sanity check are stated here and in
 PROVENANCE.md. Run: python3 models/latency/make_tables.py /work/shared/calibration/aiconfigurator [DUMPS]
-DUMPS (optional): a folder of CSV dumps of aiconfigurator's B300 / GB300 Parquet files, named
-<system>_<table>.csv (see PROVENANCE.md for how they were made); without it b300/ and gb300/ are skipped.
+DUMPS (optional): a folder of CSV dumps of aiconfigurator's B300 / GB300 / B200 Parquet files, named
+<system>_<table>.csv (see PROVENANCE.md for how they were made); a system whose dumps are not there is
+skipped (b300/, gb300/), and b200/ then gets no MoE or all-reduce table.
 """
 import csv
 import os
@@ -31,6 +32,12 @@ GPUS = {
                                "ctx": "vllm_0.14.0/context_attention_bf16kv.csv",
                                "gen": "vllm_0.14.0/generation_attention_bf16kv.csv",
                                "ar": "vllm_0.14.0/custom_allreduce.csv"}, 312e12, 2.039e12),
+    # B200: GEMM and attention from the shared copy; MoE and vLLM custom all-reduce from the Parquet
+    # dumps (B200_DUMPED below) when DUMPS is given. Peaks: models/hardware/b200.yaml (2,250 TFLOP/s,
+    # 7.7 TB/s).
+    "b200": ("b200_sxm", {"gemm": "vllm_0.19.0/gemm_bf16.csv",
+                          "ctx": "vllm_0.19.0/context_attention_bf16kv_nowindow.csv",
+                          "gen": "vllm_0.19.0/generation_attention_bf16kv_nowindow.csv"}, 2250e12, 7.7e12),
 }
 # Blackwell Ultra, from the Parquet dumps (ai-dynamo/aiconfigurator@095f58a5, vLLM 0.19.0 collections).
 # Peaks: models/hardware/b300.yaml, gb300.yaml.
@@ -42,9 +49,17 @@ DUMPED = {
                         "gen": "gb300_generation_attention.csv", "ar": "gb300_custom_allreduce.csv"},
               2500e12, 8e12),
 }
+# B200 tables the shared copy lacks (same repository and commit, vLLM 0.19.0 collections:
+# b200_sxm/moe/vllm/0.19.0/moe_perf.parquet, b200_sxm/comm/vllm/0.19.0/custom_allreduce_perf.parquet).
+B200_DUMPED = {"moe": "b200_sxm_moe.csv", "ar": "b200_sxm_custom_allreduce.csv"}
 if DUMPS:
+    # Only the systems whose dumps are in the folder (a folder may hold B200's alone).
     for gpu, (d, files, peak, bw) in DUMPED.items():
-        GPUS[gpu] = (d, {k: os.path.join(DUMPS, v) for k, v in files.items()}, peak, bw)
+        paths = {k: os.path.join(DUMPS, v) for k, v in files.items()}
+        if all(os.path.exists(p) for p in paths.values()):
+            GPUS[gpu] = (d, paths, peak, bw)
+    if all(os.path.exists(os.path.join(DUMPS, v)) for v in B200_DUMPED.values()):
+        GPUS["b200"][1].update({k: os.path.join(DUMPS, v) for k, v in B200_DUMPED.items()})
 
 GEMM_M = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}
 CTX_BATCH = {1, 2, 8, 32, 128}
@@ -127,12 +142,13 @@ def main():
             out.append((b, s, h, kv, hd, w, r["latency"]))
         write(gpu, "generation_attention.csv", out)
         # vLLM custom all-reduce under CUDA graphs; message_size in elements (bf16: 2 bytes each).
-        out = [("num_gpus", "message_bytes", "latency_ms")]
-        for r in rows(os.path.join(SRC, d, files["ar"])):
-            if r["kernel_source"] != "vLLM_custom_graph":
-                continue
-            out.append((int(r["num_gpus"]), 2 * int(r["message_size"]), r["latency"]))
-        write(gpu, "allreduce.csv", out)
+        if "ar" in files:
+            out = [("num_gpus", "message_bytes", "latency_ms")]
+            for r in rows(os.path.join(SRC, d, files["ar"])):
+                if r["kernel_source"] != "vLLM_custom_graph":
+                    continue
+                out.append((int(r["num_gpus"]), 2 * int(r["message_size"]), r["latency"]))
+            write(gpu, "allreduce.csv", out)
         if "moe" in files:
             out = [("num_tokens", "hidden", "inter", "topk", "num_experts", "moe_tp", "moe_ep", "latency_ms")]
             for r in rows(os.path.join(SRC, d, files["moe"])):

@@ -180,7 +180,7 @@ TEST_F(CalibratedH100, NeverBeatsTheHardwareLimit) {
 }
 
 TEST_F(CalibratedH100, RooflineFallbackNeverBeatsTheHardwareLimit) {
-  // A GPU without tables (b200) prices GEMMs by the roofline with the GPU file's efficiencies (<= 1).
+  // Without tables (LatencyTables{}) GEMMs are priced by the roofline with the GPU file's efficiencies (<= 1).
   const GpuSpec& g = hw_.gpu("b200");
   const CalibratedLatencyModel m(spec_, g, 1, DType::kBf16, DType::kBf16, LatencyTables{}, EngineOverhead{});
   EXPECT_FALSE(m.uses_tables());

@@ -91,13 +91,13 @@ namespace kvsim {
 namespace {
 
 // PROVENANCE.md's physical check on every committed table: no GEMM row beats its dtype's peak of the
-// GPU file (BF16 rows: 2mnk / t <= bf16_flops; FP8 rows: <= fp8_flops), and the Blackwell Ultra
-// folders hold what make_tables.py wrote for them.
+// GPU file (BF16 rows: 2mnk / t <= bf16_flops; FP8 rows: <= fp8_flops), and the Blackwell
+// folders (B200, B300, GB300) hold what make_tables.py wrote for them.
 TEST(CommittedTables, EveryGemmRowIsPhysical) {
   const std::string root = std::string(KVSIM_SOURCE_DIR) + "/models/latency";
   const HardwareCatalog hw = load_hardware_catalog(std::string(KVSIM_SOURCE_DIR) + "/models/hardware");
   const std::vector<std::string> gpus = gpus_with_tables(root);
-  for (const char* g : {"b300", "gb300", "h100-sxm"})
+  for (const char* g : {"b200", "b300", "gb300", "h100-sxm"})
     EXPECT_NE(std::find(gpus.begin(), gpus.end(), g), gpus.end()) << g;
   for (const std::string& name : gpus) {
     const GpuSpec& gpu = hw.gpu(name);
@@ -107,6 +107,12 @@ TEST(CommittedTables, EveryGemmRowIsPhysical) {
   }
   EXPECT_FALSE(load_latency_tables(root, "b300").moe_fp8.empty());
   EXPECT_FALSE(load_latency_tables(root, "gb300").gemm_fp8.empty());
+  // B200: the shared copy's GEMM and attention tables plus the dumped MoE and all-reduce tables.
+  const LatencyTables b200 = load_latency_tables(root, "b200");
+  EXPECT_FALSE(b200.moe.empty());
+  EXPECT_FALSE(b200.moe_nvfp4.empty());
+  EXPECT_FALSE(b200.allreduce.empty());
+  EXPECT_TRUE(b200.gemm_fp8.empty());  // BF16 rows only
 }
 
 }  // namespace

@@ -263,5 +263,31 @@ TEST(MoeTable, QuantisedExpertsUseTheirFormatsKernelOnB300) {
   }
 }
 
+// B200 now has aiconfigurator's vLLM 0.19.0 MoE collection (models/latency/b200/, PROVENANCE.md), rows
+// 64,2048,768,8,128,1,1 read from b200_sxm/moe/vllm/0.19.0/moe_perf.parquet (balanced routing):
+//   nvfp4 0.0758133331934611 ms, int4_wo 0.5129706859588623 ms, bfloat16 0.208079993724823 ms,
+//   fp8 0.15294933319091797 ms (B200 has an FP8 peak, so FP8 experts use the FP8 rows).
+// A 64-token step of Qwen3-30B-A3B's 48 MoE layers costs 48 x the row.
+TEST(MoeTable, ExpertsUseTheMeasuredB200Kernels) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "b200");
+  const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
+  BatchShape b;
+  b.num_tokens = b.num_decode_requests = 64;
+  b.decode_context_tokens = 64 * 1000;
+  const struct {
+    DType d;
+    double ms;
+  } cases[] = {{DType::kNvfp4, 0.0758133331934611},
+               {DType::kInt4, 0.5129706859588623},
+               {DType::kBf16, 0.208079993724823},
+               {DType::kFp8, 0.15294933319091797}};
+  for (const auto& c : cases) {
+    const CalibratedLatencyModel model(m, hw.gpu("b200"), 1, c.d, DType::kBf16, t, {});
+    EXPECT_TRUE(model.uses_moe_table());
+    EXPECT_NEAR(model.breakdown(b).moe_s, 48 * c.ms * 1e-3, 1e-12) << dtype_name(c.d);
+  }
+}
+
 }  // namespace
 }  // namespace kvsim
