@@ -88,6 +88,17 @@ void EngineInstance::submit(RequestSpec spec, SimTime arrival, RemoteKv remote, 
     rec.prefix_hits_blocks = prefill->prefix_hits_blocks;
     rec.saved_state_positions = prefill->saved_state_positions;
     rec.preemptions = prefill->preemptions;
+    // Its tier hit is the prefill instance's (the decode side looks up no tier for a pull); the bytes the
+    // prefill side copied count with those the decode side copies (each instance's tier totals hold both).
+    rec.tier_cached_tokens = prefill->tier_cached_tokens;
+    rec.tier_cached_blocks = prefill->tier_cached_blocks;
+    rec.tier_cached_tokens_by_tier = prefill->tier_cached_tokens_by_tier;
+    rec.tier_cached_blocks_by_tier = prefill->tier_cached_blocks_by_tier;
+    rec.tier_loaded_bytes = prefill->tier_loaded_bytes;
+    rec.tier_load_ns = prefill->tier_load_ns;
+    rec.tier_loads = prefill->tier_loads;
+    rec.tier_stored_bytes = prefill->tier_stored_bytes;
+    rec.tier_stores_skipped_chunks = prefill->tier_stores_skipped_chunks;
   }
   request_schedule();
 }

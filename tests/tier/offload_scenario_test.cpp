@@ -118,6 +118,9 @@ TEST(OffloadScenario, OnATopologyTierCopiesCrossThePcieLinksWithThePulls) {
     if (l.name == "node0/pcie0->node0/gpu0" || l.name == "node1/pcie0->node1/gpu0") in += l.bytes;
   }
   EXPECT_NEAR(out, d.bytes + static_cast<double>(host.stored_bytes), 1.0);
+  // The requests' own account (a pulled request carries its prefill side's copies) matches the tier's.
+  EXPECT_EQ(r.summary.kv_offload.stored_bytes, host.stored_bytes);
+  EXPECT_EQ(r.summary.kv_offload.loaded_bytes, host.loaded_bytes);
   EXPECT_NEAR(in, d.bytes + static_cast<double>(host.loaded_bytes), 1.0);
   // The same cluster without the tier (scenarios/disagg, placed the same way).
   const SimulationResult none = run_simulation(
