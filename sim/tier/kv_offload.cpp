@@ -207,7 +207,9 @@ void KvOffload::offer_store(RequestId id, std::span<const uint64_t> hashes, std:
     rec.tier_stores_skipped_chunks += last - first;
     totals_[0].stores_skipped_chunks += last - first;
   }
-  std::unordered_set<uint64_t> copied(job.keys.begin(), job.keys.end());
+  // The keys some tier copies, sorted for lookup (a set per offer cost more than the rest of it).
+  std::vector<uint64_t>& copied = copied_;
+  copied.assign(job.keys.begin(), job.keys.end());
   if (config_.lmcache) {
     // LMCache StorageManager.batched_put: a put to every backend, each with its own allocator.
     job.lower_keys.resize(lower_.size());
@@ -219,27 +221,29 @@ void KvOffload::offer_store(RequestId id, std::span<const uint64_t> hashes, std:
         continue;
       }
       t.touch(offered);
-      copied.insert(f.begin(), f.end());
+      copied.insert(copied.end(), f.begin(), f.end());
       job.lower_keys[i] = std::move(f);
     }
   }
   note_usage();
   if (copied.empty()) return;
+  std::sort(copied.begin(), copied.end());
+  const auto is_copied = [&copied](uint64_t k) { return std::binary_search(copied.begin(), copied.end(), k); };
   const int64_t host_total = key_bytes_rank(job.keys) * (config_.chunk_bytes / config_.chunk_bytes_rank);
   rec.tier_stored_bytes += host_total;
   totals_[0].stored_bytes += host_total;
   std::vector<uint64_t> all_copied;
   for (uint64_t k : offered)
-    if (copied.contains(k)) all_copied.push_back(k);
+    if (is_copied(k)) all_copied.push_back(k);
   job.bytes_rank = key_bytes_rank(all_copied);
   ever_stored_.insert(all_copied.begin(), all_copied.end());
   // The GPU blocks the copy reads (rule 24): those of every chunk with a key copied.
   for (int64_t j = first; j < last; ++j) {
-    if (!copied.contains(keys_[static_cast<size_t>(j - first)])) continue;
+    if (!is_copied(keys_[static_cast<size_t>(j - first)])) continue;
     for (int64_t b = j * bpc; b < (j + 1) * bpc && b < std::ssize(blocks); ++b)
       job.blocks.push_back(blocks[static_cast<size_t>(b)]);
     // Hybrids: the blocks holding the state saved at the chunk's end, when the copy takes it.
-    if (config_.state_slots > 0 && state_blocks && copied.contains(state_key(keys_[static_cast<size_t>(j - first)], 0)))
+    if (config_.state_slots > 0 && state_blocks && is_copied(state_key(keys_[static_cast<size_t>(j - first)], 0)))
       state_blocks((j + 1) * c, job.blocks);
   }
   step_stores_.push_back(std::move(job));

@@ -228,7 +228,7 @@ class KvOffload {
   std::deque<std::shared_ptr<StoreJob>> d2h_queue_;
   std::deque<LoadJob> h2d_queue_;
   bool d2h_busy_ = false, h2d_busy_ = false, h2d_fenced_ = false;
-  std::vector<uint64_t> keys_, protected_;
+  std::vector<uint64_t> keys_, protected_, copied_;
 };
 
 }  // namespace kvsim
