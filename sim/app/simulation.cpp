@@ -361,8 +361,8 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     if (s.cluster.present) info.pools.push_back(p.info);
   }
   info.router = s.cluster.present ? s.cluster.router.policy : "";
-  if (network && s.cluster.disaggregated) {
-    info.disaggregated = true;
+  if (network) {
+    info.disaggregated = s.cluster.disaggregated;
     for (int l = 0; l < topology->num_links(); ++l) {
       const Topology::LinkInfo& li = topology->link(l);
       LinkTotal t;

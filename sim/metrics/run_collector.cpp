@@ -372,6 +372,22 @@ void RunCollector::flush() {
 
 SimTime RunCollector::end_of_run() const { return last_seen_; }
 
+std::vector<LinkTotal> RunCollector::link_totals(const std::vector<LinkTotal>& links) const {
+  std::vector<LinkTotal> out;
+  const double span = any_arrival_ ? (end_of_run() - first_arrival_).seconds() : 0.0;
+  for (size_t l = 0; l < links.size(); ++l) {
+    LinkTotal t = links[l];
+    if (t.bytes <= 0) continue;
+    t.peak_utilisation = l < link_peak_.size() ? link_peak_[l] : 0.0;
+    t.mean_utilisation = span > 0 && t.capacity > 0 ? t.bytes / (t.capacity * span) : 0.0;
+    out.push_back(std::move(t));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const LinkTotal& a, const LinkTotal& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
+  });
+  return out;
+}
+
 RunSummary RunCollector::summarize(const RunInfo& info) const {
   RunSummary out;
   out.requests.count = count_;
@@ -427,22 +443,13 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
     d.decode_queue_ms = ttft_decode_queue_.summarize();
     d.pull_ms = ttft_pull_.summarize();
     d.first_decode_step_ms = ttft_first_step_.summarize();
-    const double span = any_arrival_ ? (end_of_run() - first_arrival_).seconds() : 0.0;
-    for (size_t l = 0; l < info.links.size(); ++l) {
-      LinkTotal t = info.links[l];
-      if (t.bytes <= 0) continue;
-      t.peak_utilisation = l < link_peak_.size() ? link_peak_[l] : 0.0;
-      t.mean_utilisation = span > 0 && t.capacity > 0 ? t.bytes / (t.capacity * span) : 0.0;
-      d.links.push_back(std::move(t));
-    }
-    std::stable_sort(d.links.begin(), d.links.end(), [](const LinkTotal& a, const LinkTotal& b) {
-      return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
-    });
+    d.links = link_totals(info.links);
   }
   if (info.kv_offload) {
     auto& o = out.kv_offload;
     o = offload_;
     o.present = true;
+    if (!info.disaggregated) o.links = link_totals(info.links);
     o.tier = info.offload_tier;
     o.size_bytes = info.offload_size_bytes;
     o.policy = info.offload_policy;

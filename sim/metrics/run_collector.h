@@ -187,6 +187,8 @@ class RunCollector final : public IRecordSink {
   RunSummary summarize(const RunInfo& info) const;
 
  private:
+  // The links that carried bytes, with their mean (and sampled peak) use, by bytes.
+  std::vector<LinkTotal> link_totals(const std::vector<LinkTotal>& links) const;
   // Per instance and per pool, for the pool blocks of a cluster summary.
   struct InstanceAgg {
     int64_t requests = 0, prompt = 0, hit = 0, preemptions = 0, busy_ns = 0, peak_used = 0;

@@ -206,6 +206,21 @@ std::string cluster_json(const RunSummary& s, int indent) {
   return w.finish();
 }
 
+// The five busiest links as a JSON list.
+std::string links_json(const std::vector<LinkTotal>& links, int in) {
+  std::string list = "[";
+  const size_t n = std::min<size_t>(links.size(), 5);
+  for (size_t k = 0; k < n; ++k) {
+    const LinkTotal& l = links[k];
+    list += std::string(k == 0 ? "\n" : ",\n") + std::string(static_cast<size_t>(in + 2), ' ') +
+            "{\"name\": " + json_quote(l.name) + ", \"type\": " + json_quote(l.type) +
+            ", \"bytes\": " + json_number(l.bytes) + ", \"mean_utilisation\": " + json_number(l.mean_utilisation) +
+            ", \"peak_utilisation\": " + json_number(l.peak_utilisation) + "}";
+  }
+  list += n == 0 ? "]" : "\n" + std::string(static_cast<size_t>(in), ' ') + "]";
+  return list;
+}
+
 std::string disaggregation_json(const RunSummary::Disaggregation& d, int indent) {
   JsonObjectWriter w(indent);
   const int in = w.child_indent();
@@ -222,17 +237,7 @@ std::string disaggregation_json(const RunSummary::Disaggregation& d, int indent)
   parts.raw("transfer", distribution_json(d.pull_ms, pin));
   parts.raw("first_decode_step", distribution_json(d.first_decode_step_ms, pin));
   w.raw("ttft_breakdown_ms", parts.finish());
-  std::string list = "[";
-  const size_t n = std::min<size_t>(d.links.size(), 5);
-  for (size_t k = 0; k < n; ++k) {
-    const LinkTotal& l = d.links[k];
-    list += std::string(k == 0 ? "\n" : ",\n") + std::string(static_cast<size_t>(in + 2), ' ') +
-            "{\"name\": " + json_quote(l.name) + ", \"type\": " + json_quote(l.type) +
-            ", \"bytes\": " + json_number(l.bytes) + ", \"mean_utilisation\": " + json_number(l.mean_utilisation) +
-            ", \"peak_utilisation\": " + json_number(l.peak_utilisation) + "}";
-  }
-  list += n == 0 ? "]" : "\n" + std::string(static_cast<size_t>(in), ' ') + "]";
-  w.raw("busiest_links", list);
+  w.raw("busiest_links", links_json(d.links, in));
   return w.finish();
 }
 
@@ -271,6 +276,7 @@ std::string kv_offload_json(const RunSummary::KvOffload& o, int indent) {
   }
   list += o.tiers.empty() ? "]" : "\n" + std::string(static_cast<size_t>(in), ' ') + "]";
   w.raw("tiers", list);
+  if (!o.links.empty()) w.raw("busiest_links", links_json(o.links, in));
   return w.finish();
 }
 
@@ -279,6 +285,16 @@ std::string fmt(double v, int decimals) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+// The three busiest links as terminal lines.
+void link_lines(std::ostream& os, const std::vector<LinkTotal>& links, bool peaks) {
+  for (size_t k = 0; k < std::min<size_t>(links.size(), 3); ++k) {
+    os << "  link " << links[k].name << " (" << links[k].type << "): " << fmt(links[k].bytes / 1e9, 3) << " GB, mean "
+       << fmt(100.0 * links[k].mean_utilisation, 2) << "%";
+    if (peaks) os << ", peak " << fmt(100.0 * links[k].peak_utilisation, 1) << "%";
+    os << "\n";
+  }
 }
 
 }  // namespace
@@ -444,10 +460,7 @@ std::string summary_to_text(const RunSummary& s) {
        << fmt(d.prefill_queue_ms.mean, 2) << ", prefill " << fmt(d.prefill_ms.mean, 2) << ", decode queue "
        << fmt(d.decode_queue_ms.mean, 2) << ", transfer " << fmt(d.pull_ms.mean, 2) << ", first decode step "
        << fmt(d.first_decode_step_ms.mean, 2) << "\n";
-    for (size_t k = 0; k < std::min<size_t>(d.links.size(), 3); ++k)
-      os << "  link " << d.links[k].name << " (" << d.links[k].type << "): " << fmt(d.links[k].bytes / 1e9, 3)
-         << " GB, mean " << fmt(100.0 * d.links[k].mean_utilisation, 2) << "%, peak "
-         << fmt(100.0 * d.links[k].peak_utilisation, 1) << "%\n";
+    link_lines(os, d.links, true);
   }
   if (s.kv_offload.present) {
     const auto& o = s.kv_offload;
@@ -464,6 +477,7 @@ std::string summary_to_text(const RunSummary& s) {
          << t.hit_blocks << " blocks), stored " << format_bytes(t.stored_bytes) << ", loaded "
          << format_bytes(t.loaded_bytes) << ", peak " << format_bytes(t.peak_used_bytes) << ", "
          << t.stores_skipped_chunks << " chunks skipped\n";
+    link_lines(os, o.links, false);
   }
   os << "sim          " << s.sim.events << " events, " << fmt(s.sim.wall_s, 2) << " s wall, fingerprint "
      << fingerprint_hex(s.sim.fingerprint) << "\n";

@@ -207,6 +207,9 @@ struct RunSummary {
     int64_t store_wait_steps = 0;       // steps whose forward pass waited on a store (rule 24)
     double store_wait_ms = 0;           // their total wait
     std::vector<KvOffloadTier> tiers;   // per tier, engine.kv_offload.tiers order
+    // A colocated run on a topology: the links the tier copies crossed (as disaggregation.links, which
+    // holds them with the pulls in a disaggregated run; peaks are not sampled here, so 0).
+    std::vector<LinkTotal> links;
   } kv_offload;
 
   struct Sim {

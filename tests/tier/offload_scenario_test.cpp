@@ -3,6 +3,8 @@
 // per-tier hits add up to the total), and both backends on a host + NVMe hierarchy.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/app/simulation.h"
 #include "sim/scenario/scenario.h"
 
@@ -129,6 +131,30 @@ TEST(OffloadScenario, OnATopologyTierCopiesCrossThePcieLinksWithThePulls) {
                      "cluster.topology=hgx-h100-2node-ib-ndr", "cluster.pools.1.placement=[node1/gpu0]"}),
       RunOptions{});
   EXPECT_GT(d.transfer_ms.mean, none.summary.disaggregation.transfer_ms.mean);
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// A colocated engine on a topology: the summary lists the links its tier copies crossed, and the GPU's
+// PCIe link out carried exactly what the tier stored (a store is the only flow out of the GPU here).
+TEST(OffloadScenario, AColocatedRunOnATopologyReportsTheLinksItsCopiesCrossed) {
+  const SimulationResult r =
+      run_simulation(load_scenario("scenarios/offload/qwen3-8b-h100-host-64g.yaml",
+                                   {"workload.trace.limit=300", "cluster.topology=hgx-h100-1node",
+                                    "cluster.pools=[{name: main, instances: 1}]"}),
+                     RunOptions{});
+  ASSERT_TRUE(r.summary.kv_offload.present);
+  EXPECT_FALSE(r.summary.disaggregation.present);
+  const auto& links = r.summary.kv_offload.links;
+  const auto it =
+      std::find_if(links.begin(), links.end(), [](const LinkTotal& l) { return l.name == "node0/gpu0->node0/pcie0"; });
+  ASSERT_NE(it, links.end());
+  EXPECT_NEAR(it->bytes, static_cast<double>(r.summary.kv_offload.tiers.at(0).stored_bytes), 1.0);
+  EXPECT_GT(it->mean_utilisation, 0.0);
 }
 
 }  // namespace
