@@ -198,6 +198,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
         resolve_kv_dtype(res.model, p.engine.kv_cache_dtype, s.path + ": " + where.engine_key + ".kv_cache_dtype");
     lm.tables_dir = latency_tables_dir(s.hardware_dir);  // <hardware_dir>/../latency (models/latency)
     lm.engine_kind = p.engine.kind;
+    lm.engine_version = p.engine.version;
     lm.block_size = cfg.layout.block_size;
     lm.default_block_size = cfg.default_block_size;
     lm.block_cost = p.engine.paged_block_cost;

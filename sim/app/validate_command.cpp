@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -84,6 +85,7 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
             c_osl = f.column("osl"), c_conc = f.column("concurrency"), c_ttft = f.column("ttft_ms"),
             c_tpot = f.column("tpot_ms");
   const auto c_engine = f.find_column("engine");
+  const auto c_engine_version = f.find_column("engine_version");
   const auto c_dtype = f.find_column("dtype");
   const auto c_weight_dtype = f.find_column("weight_dtype");
   const auto c_kv_dtype = f.find_column("kv_dtype");
@@ -126,6 +128,13 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       p.engine = f.text(r, *c_engine);
       if (p.engine != "vllm" && p.engine != "sglang" && p.engine != "trtllm")
         throw InputError(f.where(r, *c_engine) + ": unknown engine '" + p.engine + "' (known: sglang, trtllm, vllm)");
+    }
+    if (c_engine_version) {
+      p.engine_version = f.text(r, *c_engine_version);
+      for (const char ch : p.engine_version)
+        if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_' && ch != '+')
+          throw InputError(f.where(r, *c_engine_version) + ": engine_version " + quote_for_message(p.engine_version) +
+                           " holds a character other than letters, digits and . - _ +");
     }
     const bool weight_column = c_weight_dtype && !f.text(r, *c_weight_dtype).empty();
     if (c_dtype && !f.text(r, *c_dtype).empty() && !weight_column) {  // weight_dtype, when given, rules
@@ -193,6 +202,7 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   y += "seed: 1\n";
   y += "engine:\n";
   y += "  kind: " + p.engine + "\n";
+  if (!p.engine_version.empty()) y += "  version: \"" + p.engine_version + "\"\n";
   y += "  tensor_parallel_size: " + std::to_string(p.tp) + "\n";
   y += "  weight_dtype: " + p.dtype + "\n";
   y += "  kv_cache_dtype: " + p.kv_dtype + "\n";

@@ -19,6 +19,7 @@ struct ValidationPoint {
   std::string model;  // config.json path
   std::string gpu;
   std::string engine = "vllm";
+  std::string engine_version;  // the `engine_version` column: engine.version (version-dependent terms)
   // Weight dtype: the `weight_dtype` column (bf16, fp8, int4, mxfp4, nvfp4, ... or auto), else the
   // `dtype` column (bf16, fp16, fp8, fp4), else "auto" (the checkpoint's quantization_config, else BF16).
   std::string dtype = "auto";

@@ -12,7 +12,10 @@
 namespace kvsim {
 
 struct EngineSettings {
-  std::string kind = "vllm";                  // memory rule and defaults: vllm | sglang | trtllm
+  std::string kind = "vllm";  // memory rule and defaults: vllm | sglang | trtllm
+  // The engine's release ("0.5.9", "0.5.10.post1", "nightly-dev", ...; empty = a current one): picks the
+  // version-dependent per-step terms of models/latency/overhead.csv (calibrated model).
+  std::string version;
   int block_size = 0;                         // 0 = auto (the engine's default, raised for hybrids)
   int block_size_multiplier = 1;              // the resolved block size times this (hybrids: the axis a sweep has)
   std::optional<int> max_num_batched_tokens;  // default as `vllm serve` picks it for the GPU

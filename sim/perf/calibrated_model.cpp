@@ -217,6 +217,11 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   parallel_ = ParallelTerms(plan, h, topk_, num_experts_, moe_layers_);
   overhead_c0_ = overhead.c0_s;
   overhead_c1_ = overhead.c1_s;
+  // SGLang before piecewise CUDA graphs became its default (sgl-project/sglang#16331) runs every prefill
+  // forward eagerly: ForwardMode.is_cuda_graph() admits decode-like modes only
+  // (python/sglang/srt/model_executor/forward_batch_info.py). Measured for a MoE model only (DeepSeek-V3,
+  // sgl-project/sglang#12160), so applied to models with MoE layers (models/latency/overhead.csv).
+  if (moe_layers_ > 0) eager_prefill_floor_s_ = layers_ * overhead.eager_prefill_per_layer_s;
 
   const std::vector<double> grid = m_grid(gemm_);
   std::vector<double> lin, head, ar;
@@ -351,8 +356,14 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
   r.overhead_s = overhead_c0_ + overhead_c1_ * (b.num_decode_requests + b.num_prefill_requests);
   r.block_s = block_term_.seconds(b);
   r.parallel_s = parallel_.moe_comm_seconds(n);
-  const double t = r.linear_s + r.lm_head_s + r.moe_s + r.prefill_attention_s + r.decode_attention_s + r.state_s +
-                   r.allreduce_s + r.overhead_s + r.parallel_s;
+  double kernels = r.linear_s + r.lm_head_s + r.moe_s + r.prefill_attention_s + r.decode_attention_s + r.state_s +
+                   r.allreduce_s + r.parallel_s;
+  // An eager prefill forward takes at least the time its launches take (the CPU, not the GPU, bounds it).
+  if (b.num_prefill_tokens > 0 && eager_prefill_floor_s_ > kernels) {
+    r.eager_floor_s = eager_prefill_floor_s_ - kernels;
+    kernels = eager_prefill_floor_s_;
+  }
+  const double t = kernels + r.overhead_s;
   // The block term is 0 at the tables' block size (64), which leaves t untouched there.
   r.total = duration_from_seconds(r.block_s == 0.0 ? t : std::max(0.0, t + r.block_s));
   return r;

@@ -63,6 +63,7 @@ struct CalibratedBreakdown {
   double overhead_s = 0;
   double block_s = 0;         // PagedBlockTerm: the block size against the tables' 64 (0 there)
   double parallel_s = 0;      // ParallelTerms: MoE all-gather / all-to-all of DP (0 without DP)
+  double eager_floor_s = 0;   // what the eager-prefill floor (EngineOverhead) added to the kernels' sum
   int64_t padded_tokens = 0;  // num_tokens after CUDA-graph padding (= num_tokens when not padded)
   Duration total;
 };
@@ -138,6 +139,7 @@ class CalibratedLatencyModel final : public ILatencyModel {
   std::vector<AllReducePoint> allreduce_points_;  // this TP size, sorted by bytes
   int layers_ = 0;
   double overhead_c0_ = 0, overhead_c1_ = 0;
+  double eager_prefill_floor_s_ = 0;  // layers x EngineOverhead::eager_prefill_per_layer_s (MoE models)
   Curve1D linear_curve_, lm_head_curve_, allreduce_curve_;
   ParallelTerms parallel_;
   double dp_ = 1;  // DP ranks whose tokens meet at the experts

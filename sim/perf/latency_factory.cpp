@@ -33,7 +33,7 @@ std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const
   EngineOverhead engine;
   if (spec.name == "calibrated") {
     tables = load_latency_tables(spec.tables_dir, gpu.name);
-    engine = engine_overhead(spec.tables_dir, spec.engine_kind);
+    engine = overhead_for_version(engine_overhead(spec.tables_dir, spec.engine_kind), spec.engine_version);
     overhead.fixed_s = engine.c0_s;
     overhead.per_request_s = engine.c1_s;
   } else {
@@ -96,9 +96,10 @@ std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, 
   const LatencyTables tables = load_latency_tables(spec.tables_dir, gpu.name);
   const PagedBlockTerm block =
       term ? PagedBlockTerm(model, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
-  return std::make_unique<CalibratedLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, tables,
-                                                  engine_overhead(spec.tables_dir, spec.engine_kind), block, plan,
-                                                  capture_sizes(spec), spec.weight_bits);
+  return std::make_unique<CalibratedLatencyModel>(
+      model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, tables,
+      overhead_for_version(engine_overhead(spec.tables_dir, spec.engine_kind), spec.engine_version), block, plan,
+      capture_sizes(spec), spec.weight_bits);
 }
 
 }  // namespace kvsim

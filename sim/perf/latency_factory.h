@@ -17,8 +17,9 @@ struct LatencyModelSpec {
   int tp = 1;
   DType weight_dtype = DType::kBf16;
   DType kv_dtype = DType::kBf16;
-  std::string tables_dir;   // calibrated: the latency tables folder (models/latency)
-  std::string engine_kind;  // calibrated: whose per-step overhead (vllm | sglang | trtllm)
+  std::string tables_dir;      // calibrated: the latency tables folder (models/latency)
+  std::string engine_kind;     // calibrated: whose per-step overhead (vllm | sglang | trtllm)
+  std::string engine_version;  // calibrated: its release, for the version-dependent terms (empty: current)
   // The block-size term (paged_block_term.h). block_size 0 or block_cost false: no term.
   int block_size = 0;
   // The roofline's reference: the block size the engine resolves by default for this model. The

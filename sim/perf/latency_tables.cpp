@@ -1,6 +1,7 @@
 #include "sim/perf/latency_tables.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <filesystem>
@@ -120,17 +121,52 @@ std::map<std::string, EngineOverhead> load_engine_overheads(const std::string& r
   const std::string path = (fs::path(root) / "overhead.csv").string();
   const CsvFile f = read_csv_file(path);
   const int e = f.column("engine"), c0 = f.column("c0_ms"), c1 = f.column("c1_ms_per_request"),
-            src = f.column("source");
+            src = f.column("source"), eager = f.column("eager_prefill_ms_per_layer"),
+            before = f.column("eager_prefill_before");
   for (size_t r = 0; r < f.rows.size(); ++r) {
     EngineOverhead o;
     o.engine = f.text(r, e);
     o.c0_s = f.number(r, c0) * 1e-3;
     o.c1_s = f.number(r, c1) * 1e-3;
     if (o.c0_s < 0 || o.c1_s < 0) throw InputError(f.where(r, c0) + ": overhead must be >= 0");
+    o.eager_prefill_per_layer_s = f.number(r, eager) * 1e-3;
+    if (o.eager_prefill_per_layer_s < 0) throw InputError(f.where(r, eager) + ": must be >= 0");
+    o.eager_prefill_before = f.text(r, before);
+    if (o.eager_prefill_per_layer_s > 0 && o.eager_prefill_before.empty())
+      throw InputError(f.where(r, before) + ": the release the eager-prefill floor ends with is missing");
     o.source = f.text(r, src);
     out[o.engine] = o;
   }
   return out;
+}
+
+namespace {
+// The leading dotted numbers of a release name: "0.5.10.post1" -> {0, 5, 10}; "nightly-dev" -> {}.
+std::vector<int> release_numbers(const std::string& v) {
+  std::vector<int> out;
+  size_t i = 0;
+  while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) {
+    int n = 0;
+    while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i])) && n < 100000) n = n * 10 + (v[i++] - '0');
+    out.push_back(n);
+    if (i < v.size() && v[i] == '.' && i + 1 < v.size() && std::isdigit(static_cast<unsigned char>(v[i + 1])))
+      ++i;
+    else
+      break;
+  }
+  return out;
+}
+}  // namespace
+
+bool version_before(const std::string& version, const std::string& before) {
+  const std::vector<int> a = release_numbers(version), b = release_numbers(before);
+  if (a.empty() || b.empty()) return false;
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+}
+
+EngineOverhead overhead_for_version(EngineOverhead o, const std::string& version) {
+  if (!version_before(version, o.eager_prefill_before)) o.eager_prefill_per_layer_s = 0;
+  return o;
 }
 
 EngineOverhead engine_overhead(const std::string& root, const std::string& engine) {

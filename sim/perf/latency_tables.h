@@ -61,7 +61,18 @@ struct EngineOverhead {
   double c0_s = 0;
   double c1_s = 0;
   std::string source;
+  // A step with prefill tokens whose forward pass runs eagerly (no CUDA graph: SGLang before piecewise
+  // graphs became its default) takes at least layers x this, in a model with MoE layers (the launches of
+  // its kernels bound it, not the GPU). 0 = none. Holds for releases before `eager_prefill_before`.
+  double eager_prefill_per_layer_s = 0;
+  std::string eager_prefill_before;
 };
+// Whether `version` ("0.5.9", "0.5.10.post1", ...) is an older release than `before` ("0.5.10"): their
+// leading dotted numbers compared in order. A version without one ("nightly-dev", "", a custom image
+// name) is taken as current: not older.
+bool version_before(const std::string& version, const std::string& before);
+// The engine's overhead as it holds for `version`: the eager-prefill floor zeroed from eager_prefill_before on.
+EngineOverhead overhead_for_version(EngineOverhead o, const std::string& version);
 std::map<std::string, EngineOverhead> load_engine_overheads(const std::string& root);
 // The engine's row, or InputError listing the known engines.
 EngineOverhead engine_overhead(const std::string& root, const std::string& engine);

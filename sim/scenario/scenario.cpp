@@ -181,6 +181,7 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
 }
 
 const std::set<std::string> kEngineKeys = {"kind",
+                                           "version",
                                            "block_size",
                                            "block_size_multiplier",
                                            "max_num_batched_tokens",
@@ -272,6 +273,7 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
   r.only_keys(n, where, kEngineKeys);
   const auto k = [&where](const char* key) { return where + "." + key; };
   if (n["kind"]) e.kind = r.str(n["kind"], k("kind"));
+  if (n["version"]) e.version = r.str(n["version"], k("version"));
   if (n["block_size"]) {
     const std::string s = r.str(n["block_size"], k("block_size"));
     e.block_size = s == "auto" ? 0 : static_cast<int>(r.integer(n["block_size"], k("block_size"), 1, INT_MAX));
