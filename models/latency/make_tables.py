@@ -3,9 +3,9 @@
 
 Filters (to keep the committed tables small) and the physical sanity check are stated here and in
 PROVENANCE.md. Run: python3 models/latency/make_tables.py /work/shared/calibration/aiconfigurator [DUMPS]
-DUMPS (optional): a folder of CSV dumps of aiconfigurator's B300 / GB300 / B200 Parquet files, named
+DUMPS (optional): a folder of CSV dumps of aiconfigurator's B300 / GB300 / B200 / H200 Parquet files, named
 <system>_<table>.csv (see PROVENANCE.md for how they were made); a system whose dumps are not there is
-skipped (b300/, gb300/), and b200/ then gets no MoE or all-reduce table.
+skipped (b300/, gb300/), b200/ then gets no MoE or all-reduce table and h200/ no FP8 GEMM or MoE table.
 """
 import csv
 import os
@@ -17,7 +17,7 @@ OUT = os.path.dirname(os.path.abspath(__file__))
 
 # gpu name in models/hardware -> (aiconfigurator dir, files, bf16 peak FLOP/s, HBM B/s)
 # FP8 peak of the GPUs whose GEMM file has fp8 rows (models/hardware/<gpu>.yaml fp8_flops).
-FP8_PEAK = {"h100-sxm": 1979e12, "b300": 4500e12, "gb300": 5000e12}
+FP8_PEAK = {"h100-sxm": 1979e12, "h200": 1979e12, "b300": 4500e12, "gb300": 5000e12}
 GPUS = {
     "h100-sxm": ("h100_sxm", {"gemm": "vllm_0.19.0/gemm_bf16_fp8.csv",
                               "ctx": "vllm_0.19.0/context_attention_bf16kv.csv",
@@ -52,6 +52,11 @@ DUMPED = {
 # B200 tables the shared copy lacks (same repository and commit, vLLM 0.19.0 collections:
 # b200_sxm/moe/vllm/0.19.0/moe_perf.parquet, b200_sxm/comm/vllm/0.19.0/custom_allreduce_perf.parquet).
 B200_DUMPED = {"moe": "b200_sxm_moe.csv", "ar": "b200_sxm_custom_allreduce.csv"}
+# H200 tables the shared copy lacks (same repository and commit, vLLM 0.19.0 collections): the FP8 GEMM
+# rows of h200_sxm/gemm/vllm/0.19.0/gemm_perf.parquet (the shared gemm_bf16.csv kept the BF16 rows only,
+# which stay the source of gemm.csv) and h200_sxm/moe/vllm/0.19.0/moe_perf.parquet. The all-reduce stays
+# the shared copy of the same Parquet.
+H200_DUMPED = {"gemm_fp8": "h200_sxm_gemm.csv", "moe": "h200_sxm_moe.csv"}
 if DUMPS:
     # Only the systems whose dumps are in the folder (a folder may hold B200's alone).
     for gpu, (d, files, peak, bw) in DUMPED.items():
@@ -60,6 +65,8 @@ if DUMPS:
             GPUS[gpu] = (d, paths, peak, bw)
     if all(os.path.exists(os.path.join(DUMPS, v)) for v in B200_DUMPED.values()):
         GPUS["b200"][1].update({k: os.path.join(DUMPS, v) for k, v in B200_DUMPED.items()})
+    if all(os.path.exists(os.path.join(DUMPS, v)) for v in H200_DUMPED.values()):
+        GPUS["h200"][1].update({k: os.path.join(DUMPS, v) for k, v in H200_DUMPED.items()})
 
 GEMM_M = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}
 CTX_BATCH = {1, 2, 8, 32, 128}
@@ -99,9 +106,10 @@ def main():
             out.append((m, n, k, r["latency"]))
         write(gpu, "gemm.csv", out)
         # FP8 GEMM (per-tensor scaled FP8 x FP8, BF16 out), where the file has fp8 rows: same m filter;
-        # physical check against the FP8 peak with 1-byte A and B and a 2-byte C.
+        # physical check against the FP8 peak with 1-byte A and B and a 2-byte C. From files["gemm_fp8"]
+        # where the BF16 rows come from another copy (H200), else from the GEMM file itself.
         out = [("m", "n", "k", "latency_ms")]
-        for r in rows(os.path.join(SRC, d, files["gemm"])):
+        for r in rows(os.path.join(SRC, d, files.get("gemm_fp8", files["gemm"]))):
             if r["gemm_dtype"] != "fp8" or int(r["m"]) not in GEMM_M or gpu not in FP8_PEAK:
                 continue
             m, n, k, t = int(r["m"]), int(r["n"]), int(r["k"]), float(r["latency"])
@@ -164,7 +172,7 @@ def main():
                 out.append((r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
                             r["moe_tp_size"], r["moe_ep_size"], r["latency"]))
             write(gpu, "moe_fp8.csv", out)
-            # Quantised expert kernels where the collection has them (B300): NVFP4 (FlashInfer TRT-LLM
+            # Quantised expert kernels where the collection has them (B200, B300; H200 INT4 only): NVFP4 (FlashInfer TRT-LLM
             # FP4 MoE) and INT4 weight-only (Marlin), balanced routing.
             for dtype, name in (("nvfp4", "moe_nvfp4.csv"), ("int4_wo", "moe_int4.csv")):
                 out = [out[0]]

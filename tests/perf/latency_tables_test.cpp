@@ -92,12 +92,12 @@ namespace {
 
 // PROVENANCE.md's physical check on every committed table: no GEMM row beats its dtype's peak of the
 // GPU file (BF16 rows: 2mnk / t <= bf16_flops; FP8 rows: <= fp8_flops), and the Blackwell
-// folders (B200, B300, GB300) hold what make_tables.py wrote for them.
+// folders (B200, B300, GB300) and H200 hold what make_tables.py wrote for them.
 TEST(CommittedTables, EveryGemmRowIsPhysical) {
   const std::string root = std::string(KVSIM_SOURCE_DIR) + "/models/latency";
   const HardwareCatalog hw = load_hardware_catalog(std::string(KVSIM_SOURCE_DIR) + "/models/hardware");
   const std::vector<std::string> gpus = gpus_with_tables(root);
-  for (const char* g : {"b200", "b300", "gb300", "h100-sxm"})
+  for (const char* g : {"b200", "b300", "gb300", "h100-sxm", "h200"})
     EXPECT_NE(std::find(gpus.begin(), gpus.end(), g), gpus.end()) << g;
   for (const std::string& name : gpus) {
     const GpuSpec& gpu = hw.gpu(name);
@@ -113,6 +113,15 @@ TEST(CommittedTables, EveryGemmRowIsPhysical) {
   EXPECT_FALSE(b200.moe_nvfp4.empty());
   EXPECT_FALSE(b200.allreduce.empty());
   EXPECT_TRUE(b200.gemm_fp8.empty());  // BF16 rows only
+  // H200: the shared copy's tables plus, from the vLLM 0.19.0 Parquet, the FP8 GEMM rows and the MoE
+  // collection (BF16, FP8, INT4 weight-only; Hopper has no NVFP4 kernel).
+  const LatencyTables h200 = load_latency_tables(root, "h200");
+  EXPECT_EQ(h200.gemm_fp8.size(), 7728u);  // every power-of-two m row, none unphysical
+  EXPECT_EQ(h200.moe.size(), 4347u);
+  EXPECT_EQ(h200.moe_fp8.size(), 4347u);
+  EXPECT_EQ(h200.moe_int4.size(), 3402u);
+  EXPECT_TRUE(h200.moe_nvfp4.empty());
+  EXPECT_FALSE(h200.allreduce.empty());
 }
 
 }  // namespace

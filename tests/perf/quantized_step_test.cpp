@@ -130,6 +130,22 @@ TEST(QuantizedStepWeights, Fp8WeightsUseTheMeasuredFp8GemmRows) {
   EXPECT_FALSE(bf16.uses_fp8_gemm_table());
 }
 
+// FP8 weights on H200 use the FP8 x FP8 rows of aiconfigurator's H200 vLLM 0.19.0 GEMM collection
+// (h200_sxm/gemm/vllm/0.19.0/gemm_perf.parquet, kernel vllm_default, gemm_dtype fp8; the shared copy kept
+// the BF16 rows only): 4096,4096,4096 -> 0.11836800310346816 ms; 64,6144,4096 -> 0.011422221859296164 ms;
+// 1,4096,4096 -> 0.009324444664849175 ms.
+TEST(QuantizedStepWeights, Fp8WeightsUseTheMeasuredH200Fp8GemmRows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
+  const CalibratedLatencyModel fp8(tiny_model(), hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
+  EXPECT_TRUE(fp8.uses_fp8_gemm_table());
+  EXPECT_NEAR(fp8.gemm_seconds(4096, 4096, 4096), 0.11836800310346816e-3, 1e-12);
+  EXPECT_NEAR(fp8.gemm_seconds(64, 6144, 4096), 0.011422221859296164e-3, 1e-12);
+  EXPECT_NEAR(fp8.gemm_seconds(1, 4096, 4096), 0.009324444664849175e-3, 1e-12);
+  const CalibratedLatencyModel bf16(tiny_model(), hw.gpu("h200"), 1, DType::kBf16, DType::kBf16, t, {});
+  EXPECT_FALSE(bf16.uses_fp8_gemm_table());
+}
+
 // The decode-attention fits come from BF16-cache tables; an FP8 cache halves the per-context-token
 // (KV read) term and leaves the per-call and per-request terms: the difference of the two decode costs is
 // half the BF16 context term, layers x c x context / 2.
@@ -284,6 +300,30 @@ TEST(MoeTable, ExpertsUseTheMeasuredB200Kernels) {
                {DType::kFp8, 0.15294933319091797}};
   for (const auto& c : cases) {
     const CalibratedLatencyModel model(m, hw.gpu("b200"), 1, c.d, DType::kBf16, t, {});
+    EXPECT_TRUE(model.uses_moe_table());
+    EXPECT_NEAR(model.breakdown(b).moe_s, 48 * c.ms * 1e-3, 1e-12) << dtype_name(c.d);
+  }
+}
+
+// H200 now has aiconfigurator's vLLM 0.19.0 MoE collection (models/latency/h200/, PROVENANCE.md), rows
+// 64,2048,768,8,128,1,1 read from h200_sxm/moe/vllm/0.19.0/moe_perf.parquet (balanced routing):
+//   bfloat16 0.30776000022888184 ms, fp8 0.18408000469207764 ms (vllm_fused_moe; H200 has an FP8 peak),
+//   int4_wo 0.5370879968007406 ms (vllm_marlin_int4_moe).
+// A 64-token step of Qwen3-30B-A3B's 48 MoE layers costs 48 x the row.
+TEST(MoeTable, ExpertsUseTheMeasuredH200Kernels) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
+  const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
+  BatchShape b;
+  b.num_tokens = b.num_decode_requests = 64;
+  b.decode_context_tokens = 64 * 1000;
+  const struct {
+    DType d;
+    double ms;
+  } cases[] = {
+      {DType::kBf16, 0.30776000022888184}, {DType::kFp8, 0.18408000469207764}, {DType::kInt4, 0.5370879968007406}};
+  for (const auto& c : cases) {
+    const CalibratedLatencyModel model(m, hw.gpu("h200"), 1, c.d, DType::kBf16, t, {});
     EXPECT_TRUE(model.uses_moe_table());
     EXPECT_NEAR(model.breakdown(b).moe_s, 48 * c.ms * 1e-3, 1e-12) << dtype_name(c.d);
   }
