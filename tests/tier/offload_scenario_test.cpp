@@ -124,6 +124,12 @@ TEST(OffloadScenario, OnATopologyTierCopiesCrossThePcieLinksWithThePulls) {
   EXPECT_EQ(r.summary.kv_offload.stored_bytes, host.stored_bytes);
   EXPECT_EQ(r.summary.kv_offload.loaded_bytes, host.loaded_bytes);
   EXPECT_NEAR(in, d.bytes + static_cast<double>(host.loaded_bytes), 1.0);
+  // Same scenario and seed, same results (flows, store fences as events and all).
+  const SimulationResult again =
+      run_simulation(load_scenario("scenarios/offload/qwen3-8b-1p1d-ib-host.yaml", small), RunOptions{});
+  EXPECT_EQ(again.fingerprint, r.fingerprint);
+  const SummaryJsonOptions no_wall{false};
+  EXPECT_EQ(summary_to_json(again.summary, no_wall), summary_to_json(r.summary, no_wall));
   // The same cluster without the tier (scenarios/disagg, placed the same way).
   const SimulationResult none = run_simulation(
       load_scenario("scenarios/disagg/qwen3-8b-1p1d-nvlink.yaml",
