@@ -254,29 +254,37 @@ TEST(MoeTable, LooksUpTheMeasuredEfficiencyAtTheTokensPerExpert) {
   EXPECT_EQ(table.nearest({2048, 760, 8, 128}).inter, 768);
 }
 
+struct MoeRow {
+  DType dtype;
+  double ms;  // the measured row, 64 tokens of Qwen3-30B-A3B's expert shape
+};
+
+// A 64-token decode step of Qwen3-30B-A3B's 48 MoE layers on `gpu` costs 48 x the measured row of each
+// expert format.
+void expect_moe_rows(const std::string& gpu, std::initializer_list<MoeRow> rows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", gpu);
+  const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
+  ASSERT_EQ(m.num_experts, 128);
+  BatchShape b;
+  b.num_tokens = b.num_decode_requests = 64;
+  b.decode_context_tokens = 64 * 1000;
+  for (const MoeRow& c : rows) {
+    const CalibratedLatencyModel model(m, hw.gpu(gpu), 1, c.dtype, DType::kBf16, t, {});
+    EXPECT_TRUE(model.uses_moe_table());
+    EXPECT_NEAR(model.breakdown(b).moe_s, 48 * c.ms * 1e-3, 1e-12) << gpu << " " << dtype_name(c.dtype);
+  }
+}
+
 // Quantised experts on B300 use the measured kernels of their format (models/latency/b300/, from
 // aiconfigurator's vLLM 0.19.0 MoE collection), rows 64,2048,768,8,128,1,1 (Qwen3-30B-A3B's expert shape):
 //   moe_nvfp4.csv 0.07604266703128815 ms (FlashInfer TRT-LLM FP4 MoE), moe_int4.csv 0.44927998383839923 ms
 //   (Marlin W4A16), moe.csv 0.23262399435043335 ms (BF16). A 64-token step of the 48 MoE layers costs
 //   48 x the row.
 TEST(MoeTable, QuantisedExpertsUseTheirFormatsKernelOnB300) {
-  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
-  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "b300");
-  const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
-  ASSERT_EQ(m.num_experts, 128);
-  BatchShape b;
-  b.num_tokens = b.num_decode_requests = 64;
-  b.decode_context_tokens = 64 * 1000;
-  const struct {
-    DType d;
-    double ms;
-  } cases[] = {
-      {DType::kNvfp4, 0.07604266703128815}, {DType::kInt4, 0.44927998383839923}, {DType::kBf16, 0.23262399435043335}};
-  for (const auto& c : cases) {
-    const CalibratedLatencyModel model(m, hw.gpu("b300"), 1, c.d, DType::kBf16, t, {});
-    EXPECT_TRUE(model.uses_moe_table());
-    EXPECT_NEAR(model.breakdown(b).moe_s, 48 * c.ms * 1e-3, 1e-12) << dtype_name(c.d);
-  }
+  expect_moe_rows(
+      "b300",
+      {{DType::kNvfp4, 0.07604266703128815}, {DType::kInt4, 0.44927998383839923}, {DType::kBf16, 0.23262399435043335}});
 }
 
 // B200 now has aiconfigurator's vLLM 0.19.0 MoE collection (models/latency/b200/, PROVENANCE.md), rows
@@ -285,24 +293,10 @@ TEST(MoeTable, QuantisedExpertsUseTheirFormatsKernelOnB300) {
 //   fp8 0.15294933319091797 ms (B200 has an FP8 peak, so FP8 experts use the FP8 rows).
 // A 64-token step of Qwen3-30B-A3B's 48 MoE layers costs 48 x the row.
 TEST(MoeTable, ExpertsUseTheMeasuredB200Kernels) {
-  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
-  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "b200");
-  const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
-  BatchShape b;
-  b.num_tokens = b.num_decode_requests = 64;
-  b.decode_context_tokens = 64 * 1000;
-  const struct {
-    DType d;
-    double ms;
-  } cases[] = {{DType::kNvfp4, 0.0758133331934611},
-               {DType::kInt4, 0.5129706859588623},
-               {DType::kBf16, 0.208079993724823},
-               {DType::kFp8, 0.15294933319091797}};
-  for (const auto& c : cases) {
-    const CalibratedLatencyModel model(m, hw.gpu("b200"), 1, c.d, DType::kBf16, t, {});
-    EXPECT_TRUE(model.uses_moe_table());
-    EXPECT_NEAR(model.breakdown(b).moe_s, 48 * c.ms * 1e-3, 1e-12) << dtype_name(c.d);
-  }
+  expect_moe_rows("b200", {{DType::kNvfp4, 0.0758133331934611},
+                           {DType::kInt4, 0.5129706859588623},
+                           {DType::kBf16, 0.208079993724823},
+                           {DType::kFp8, 0.15294933319091797}});
 }
 
 // H200 now has aiconfigurator's vLLM 0.19.0 MoE collection (models/latency/h200/, PROVENANCE.md), rows
@@ -311,22 +305,9 @@ TEST(MoeTable, ExpertsUseTheMeasuredB200Kernels) {
 //   int4_wo 0.5370879968007406 ms (vllm_marlin_int4_moe).
 // A 64-token step of Qwen3-30B-A3B's 48 MoE layers costs 48 x the row.
 TEST(MoeTable, ExpertsUseTheMeasuredH200Kernels) {
-  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
-  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
-  const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
-  BatchShape b;
-  b.num_tokens = b.num_decode_requests = 64;
-  b.decode_context_tokens = 64 * 1000;
-  const struct {
-    DType d;
-    double ms;
-  } cases[] = {
-      {DType::kBf16, 0.30776000022888184}, {DType::kFp8, 0.18408000469207764}, {DType::kInt4, 0.5370879968007406}};
-  for (const auto& c : cases) {
-    const CalibratedLatencyModel model(m, hw.gpu("h200"), 1, c.d, DType::kBf16, t, {});
-    EXPECT_TRUE(model.uses_moe_table());
-    EXPECT_NEAR(model.breakdown(b).moe_s, 48 * c.ms * 1e-3, 1e-12) << dtype_name(c.d);
-  }
+  expect_moe_rows(
+      "h200",
+      {{DType::kBf16, 0.30776000022888184}, {DType::kFp8, 0.18408000469207764}, {DType::kInt4, 0.5370879968007406}});
 }
 
 }  // namespace
