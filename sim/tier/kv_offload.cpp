@@ -253,7 +253,11 @@ void KvOffload::submit_stores() {
   const SimTime now = ctx_.now();
   for (StoreJob& job : step_stores_) {
     job.seq = ++next_store_job_;
-    for (int32_t b : job.blocks) block_store_job_[b] = job.seq;
+    for (int32_t b : job.blocks) {
+      // Block ids are dense (0 .. num_blocks - 1): a vector, not a map, per GPU block.
+      if (static_cast<size_t>(b) >= block_store_job_.size()) block_store_job_.resize(static_cast<size_t>(b) + 1, 0);
+      block_store_job_[static_cast<size_t>(b)] = job.seq;
+    }
     request_store_job_[job.id.value()] = job.seq;
     if (links_) {
       d2h_queue_.push_back(std::make_shared<StoreJob>(std::move(job)));
@@ -290,8 +294,7 @@ void KvOffload::complete_store(StoreJob& job) {
     write_through(job.keys);
   }
   for (int32_t b : job.blocks) {
-    const auto it = block_store_job_.find(b);
-    if (it != block_store_job_.end() && it->second == job.seq) block_store_job_.erase(it);
+    if (block_store_job_[static_cast<size_t>(b)] == job.seq) block_store_job_[static_cast<size_t>(b)] = 0;
   }
   const auto it = request_store_job_.find(job.id.value());
   if (it != request_store_job_.end() && it->second == job.seq) request_store_job_.erase(it);
@@ -306,10 +309,10 @@ void KvOffload::complete_store(StoreJob& job) {
 }
 
 StoreFence KvOffload::store_fence(std::span<const int32_t> reused, std::span<const RequestId> preempted) const {
-  int64_t job = 0;  // entries are erased when their job ends: every one found is pending
+  int64_t job = 0;  // entries are cleared when their job ends: every one found is pending
   for (int32_t b : reused) {
-    const auto it = block_store_job_.find(b);
-    if (it != block_store_job_.end()) job = std::max(job, it->second);
+    if (b >= 0 && static_cast<size_t>(b) < block_store_job_.size())
+      job = std::max(job, block_store_job_[static_cast<size_t>(b)]);
   }
   for (RequestId id : preempted) {
     const auto it = request_store_job_.find(id.value());

@@ -218,7 +218,7 @@ class KvOffload {
   // Rule 24: the latest submitted store job reading each GPU block / of each request (lookup only); jobs
   // end in D2H order, so `stores_done_` (the last one ended) tells which are pending. Without links the
   // pending jobs' end times, oldest first.
-  std::unordered_map<int32_t, int64_t> block_store_job_;
+  std::vector<int64_t> block_store_job_;  // by GPU block id; 0 = no store pending
   std::unordered_map<int64_t, int64_t> request_store_job_;
   int64_t next_store_job_ = 0, stores_done_ = 0;
   std::deque<SimTime> store_ends_;

@@ -4,8 +4,11 @@ namespace kvsim {
 
 void LruPolicy::to_mru(uint64_t key) {
   const auto it = pos_.find(key);
-  if (it != pos_.end()) lru_.erase(it->second);
-  pos_[key] = lru_.insert(lru_.end(), key);
+  if (it != pos_.end()) {
+    lru_.splice(lru_.end(), lru_, it->second);  // the node moves; its iterator stays valid
+    return;
+  }
+  pos_.emplace(key, lru_.insert(lru_.end(), key));
 }
 
 void LruPolicy::on_idle(uint64_t key) { to_mru(key); }
@@ -18,8 +21,10 @@ void LruPolicy::on_busy(uint64_t key) {
 }
 
 void LruPolicy::touch(std::span<const uint64_t> keys, const KeyPredicate&) {
-  for (auto k = keys.rbegin(); k != keys.rend(); ++k)
-    if (pos_.contains(*k)) to_mru(*k);  // only idle chunks are in the list
+  for (auto k = keys.rbegin(); k != keys.rend(); ++k) {
+    const auto it = pos_.find(*k);  // only idle chunks are in the list
+    if (it != pos_.end()) lru_.splice(lru_.end(), lru_, it->second);
+  }
 }
 
 bool LruPolicy::evict(int64_t n, const KeyPredicate& is_protected, const KeyPredicate&,
