@@ -8,6 +8,18 @@
 namespace kvsim {
 namespace {
 constexpr uint32_t kTagTierStoreDone = 0x20;
+// The memory of stored keys (RecentKeys, the rule of the scheduler's memory of GPU keys): a key is
+// remembered for at least 8 x (every tier's capacity in chunks) stores after its last one, so that it is
+// forgotten only after the tiers have turned over about eight times; at least 2^14, at most 2^20 keys
+// (32 B each: 0.5 to 32 MiB per instance; above 2^17 chunks of tiers, fewer turnovers). It was a set of
+// every key ever stored, which grew without bound over a long replay.
+size_t stored_horizon(const KvOffloadConfig& c) {
+  int64_t chunks = c.capacity_chunks;
+  for (const KvOffloadLowerTier& l : c.lower) chunks += l.capacity_chunks;
+  size_t h = size_t{1} << 14;
+  while (static_cast<int64_t>(h) < 8 * chunks && h < (size_t{1} << 20)) h <<= 1;
+  return h;
+}
 constexpr uint32_t kTagTierLoadDone = 0x21;
 }  // namespace
 
@@ -20,7 +32,8 @@ KvOffload::KvOffload(SimContext& ctx, const KvOffloadConfig& config, int block_s
       block_bytes_total_(config.chunk_bytes / config.blocks_per_chunk),
       latency_(latency),
       prefill_chunk_(prefill_chunk),
-      tier_(config.capacity_chunks, config.eviction) {
+      tier_(config.capacity_chunks, config.eviction),
+      ever_stored_(stored_horizon(config)) {
   KVSIM_CHECK(config.enabled && config.chunk_tokens == config.blocks_per_chunk * block_size,
               "offload chunk " << config.chunk_tokens << " is not blocks_per_chunk x block size");
   KVSIM_CHECK(config.read_bandwidth > 0 && config.write_bandwidth > 0, "tier bandwidth must be > 0");
@@ -236,7 +249,7 @@ void KvOffload::offer_store(RequestId id, std::span<const uint64_t> hashes, std:
   for (uint64_t k : offered)
     if (is_copied(k)) all_copied.push_back(k);
   job.bytes_rank = key_bytes_rank(all_copied);
-  ever_stored_.insert(all_copied.begin(), all_copied.end());
+  ever_stored_.touch_all(all_copied);
   // The GPU blocks the copy reads (rule 24): those of every chunk with a key copied.
   for (int64_t j = first; j < last; ++j) {
     if (!is_copied(keys_[static_cast<size_t>(j - first)])) continue;

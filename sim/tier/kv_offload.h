@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "sim/core/sim_context.h"
+#include "sim/engine/recent_keys.h"
 #include "sim/metrics/records.h"
 #include "sim/perf/i_latency_model.h"
 #include "sim/tier/host_tier.h"
@@ -210,9 +211,10 @@ class KvOffload {
   HostTier tier_;
   std::vector<std::unique_ptr<Lower>> lower_;
   std::vector<TierTotals> totals_;
-  std::unordered_set<uint64_t> ever_stored_;  // lookup only
-  std::unordered_set<uint64_t> state_keys_;   // hybrids: every state key offered (lookup only)
-  SimTime d2h_free_;                          // the D2H queue is busy until then
+  // Keys stored in a tier (miss cause evicted_all_tiers), bounded: see stored_horizon() in the .cpp.
+  RecentKeys ever_stored_;
+  std::unordered_set<uint64_t> state_keys_;  // hybrids: every state key offered (lookup only)
+  SimTime d2h_free_;                         // the D2H queue is busy until then
   SimTime h2d_free_;
   std::vector<StoreJob> step_stores_;  // jobs prepared this step, submitted at its end
   // Rule 24: the latest submitted store job reading each GPU block / of each request (lookup only); jobs
