@@ -186,17 +186,13 @@ void EngineInstance::on_schedule() {
   // Rule 24 (vLLM offloading/scheduler.py build_connector_meta: jobs_to_flush = the store jobs of requests
   // preempted this step and of GPU blocks re-allocated this step; offloading/worker.py handle_preemptions
   // waits for them synchronously before the forward pass): the step computes only after those stores end.
-  if (offload_) {
-    const StoreFence fence = offload_->store_fence(allocated_, preempted_);
-    // Over a topology the store's end is known only at its completion event: the step starts from it.
-    if (offload_->waiting(fence)) {
-      offload_->after(fence, [this, d] { start_compute(ctx_.now(), d); });
-      return;
-    }
-    start_compute(fence.at, d);
+  const StoreFence fence = offload_ ? offload_->store_fence(allocated_, preempted_) : StoreFence{ctx_.now()};
+  // Over a topology the store's end is known only at its completion event: the step starts from it.
+  if (offload_ && offload_->waiting(fence)) {
+    offload_->after(fence, [this, d] { start_compute(ctx_.now(), d); });
     return;
   }
-  start_compute(ctx_.now(), d);
+  start_compute(fence.at, d);
 }
 
 void EngineInstance::start_compute(SimTime at, Duration d) {

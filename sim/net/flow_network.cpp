@@ -42,11 +42,12 @@ int64_t FlowNetwork::start(int src_gpu, int dst_gpu, int64_t bytes, uint64_t flo
     throw std::logic_error("FlowNetwork::start: no route from " + topo_.gpu_name(src_gpu) + " to " +
                            topo_.gpu_name(dst_gpu));
   }
-  return start_on(*path, bytes, std::move(done), rate_cap, extra_latency + opts_.per_descriptor * descriptors);
+  return start_on(std::move(*path), bytes, std::move(done), rate_cap,
+                  extra_latency + opts_.per_descriptor * descriptors);
 }
 
-int64_t FlowNetwork::start_on(const Topology::Path& path, int64_t bytes, DoneFn done, double rate_cap,
-                              Duration extra_latency, bool per_flow_cap) {
+int64_t FlowNetwork::start_on(Topology::Path path, int64_t bytes, DoneFn done, double rate_cap, Duration extra_latency,
+                              bool per_flow_cap) {
   if (bytes < 0 || rate_cap < 0 || !std::isfinite(rate_cap) || extra_latency < Duration::zero()) {
     throw std::invalid_argument("FlowNetwork::start_on: negative bytes, rate cap or latency");
   }
@@ -57,7 +58,7 @@ int64_t FlowNetwork::start_on(const Topology::Path& path, int64_t bytes, DoneFn 
   const int64_t id = next_id_++;
   ++stats_.flows_started;
   Flow& f = flows_[id];
-  f.links = path.links;
+  f.links = std::move(path.links);
   f.bytes = static_cast<double>(bytes);
   f.remaining = f.bytes;
   f.bound = bound;

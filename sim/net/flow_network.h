@@ -49,7 +49,7 @@ class FlowNetwork {
                 Duration extra_latency = Duration::zero(), int64_t descriptors = 0);
   // The same on a path given by the caller (Topology::route_vertices: an offload copy between a GPU and
   // its host or a store). `per_flow_cap`: whether options.per_flow_cap (an RDMA queue pair's) bounds it.
-  int64_t start_on(const Topology::Path& path, int64_t bytes, DoneFn done, double rate_cap = 0,
+  int64_t start_on(Topology::Path path, int64_t bytes, DoneFn done, double rate_cap = 0,
                    Duration extra_latency = Duration::zero(), bool per_flow_cap = true);
 
   int active_flows() const { return static_cast<int>(flows_.size()); }  // latency phase included

@@ -7,6 +7,8 @@
 
 namespace kvsim {
 
+std::string tier_kind(const std::string& catalog_name) { return catalog_name.substr(0, catalog_name.find('-')); }
+
 KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, const KvCacheLayout& layout, int tp,
                                    int pp, bool enable_prefix_caching, const HardwareCatalog& hw,
                                    const std::string& file, const std::string& engine_key) {
@@ -44,7 +46,7 @@ KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, co
     }
     return *it;
   };
-  const auto kind = [](const std::string& name) { return name.substr(0, name.find('-')); };
+  const auto kind = tier_kind;
   std::vector<std::string> kinds;
   for (size_t i = 0; i < s->tiers.size(); ++i) {
     const std::string kd = kind(catalog(i).first);

@@ -11,6 +11,10 @@
 
 namespace kvsim {
 
+// A tier's kind: its catalog name up to the first '-' ("host-dram" -> host, "nvme-gen4" -> nvme,
+// "remote-rdma" -> remote).
+std::string tier_kind(const std::string& catalog_name);
+
 // `bytes_per_block` is one GPU's bytes of one block over every KV cache group of the whole model
 // (KvCacheLayout); `tp` the tensor-parallel size (the tier stores one copy per rank, cpu/spec.py
 // num_copies); `pp` the pipeline stages, each rank holding and copying its stage's layers only (the

@@ -5,12 +5,10 @@
 
 #include "sim/core/check.h"
 #include "sim/core/errors.h"
+#include "sim/tier/offload_resolution.h"
 
 namespace kvsim {
 namespace {
-
-// The catalog name's kind: its part up to the first '-' (host, nvme, remote; offload_resolution.cpp).
-std::string kind_of(const std::string& tier) { return tier.substr(0, tier.find('-')); }
 
 // Spec link i is directed links 2i and 2i + 1 (topology.h): a path taken backwards.
 Topology::Path reversed(const Topology::Path& p) {
@@ -42,7 +40,7 @@ TierLinks::TierLinks(FlowNetwork& network, const std::vector<int>& gpus, const K
     const int cpu = topo.nearest(gv, VertexKind::kCpu, node);
     for (int t = 0; t < tiers; ++t) {
       const std::string& name = t == 0 ? config.tier : config.lower[static_cast<size_t>(t - 1)].tier;
-      const std::string kind = kind_of(name);
+      const std::string kind = tier_kind(name);
       const std::string tier_key = key + ".tiers[" + std::to_string(t) + "]";
       // Lower tiers are written from and read into host memory (vLLM TieringOffloadingSpec stages through
       // the CPU); the first tier is copied to from the GPU.

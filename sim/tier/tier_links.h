@@ -14,7 +14,8 @@
 //                   topology without one leaves the tier off the network (the I/O station's timing alone);
 //      remote:      host cpu (g as the first tier) -> the shared storage vertex (node -1) nearest it when
 //                   the topology has one; else to the fabric: -> the nic vertex of node n nearest g -> its
-//                   first link off the node (ECMP by rank), or up to the NIC when it has none.
+//                   first link off the node (ECMP by rank), or up to the NIC when it has none; a node
+//                   without a NIC leaves a lower remote tier off the network (and a first one is an error).
 //  - A remote copy is RDMA (the network's per-flow cap applies); host and NVMe copies are DMA (it does not).
 #include <cstdint>
 #include <functional>

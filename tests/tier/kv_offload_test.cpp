@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/engine/engine_test_util.h"
+#include "tests/tier/tier_test_util.h"
 
 namespace kvsim {
 namespace {
@@ -13,33 +14,10 @@ namespace {
 using testing::make_request;
 using testing::RecordingSink;
 using testing::text;
-
-constexpr int64_t kBlockBytes = 1000000;
-
-KvOffloadConfig offload(int64_t chunk_tokens, int64_t capacity_chunks, double read_bw, double write_bw) {
-  KvOffloadConfig c;
-  c.enabled = true;
-  c.tier = "host-dram";
-  c.chunk_tokens = chunk_tokens;
-  c.blocks_per_chunk = chunk_tokens / 16;
-  c.chunk_bytes_rank = kBlockBytes * c.blocks_per_chunk;
-  c.chunk_bytes = c.chunk_bytes_rank;
-  c.capacity_chunks = capacity_chunks;
-  c.size_bytes = capacity_chunks * c.chunk_bytes;
-  c.read_bandwidth = read_bw;
-  c.write_bandwidth = write_bw;
-  c.latency = Duration::us(10);
-  return c;
-}
-
-// num_blocks 5 = 4 usable blocks = 64 tokens: a second 64-token prompt evicts the first from the GPU.
-EngineConfig small_engine(KvOffloadConfig off) {
-  EngineConfig c = testing::config_for(testing::full_layout(16, 5));
-  c.kv_offload = off;
-  return c;
-}
-
-int64_t ms_ns(double ms) { return static_cast<int64_t>(ms * 1e6 + 0.5); }
+using tier_test::host_tier;
+using tier_test::kBlockBytes;
+using tier_test::ms_ns;
+using tier_test::small_engine;
 
 // A (64 tokens, 1 output) at 0: one step 0 -> 1.064 ms; its 4 chunks are stored in one D2H job submitted
 // at the step end: 10 us + 4e6 B / 1e9 B/s = 4.010 ms, so they become hits at 5.074 ms. C (other
@@ -58,7 +36,7 @@ TEST(KvOffload, StoreThenLoadRoundTripTiming) {
     RequestSpec b = make_request(3, 0, {text(7, 64)}, 1);
     b.arrival = SimTime::from_ns(late ? 12000000 : 7100000);
     reqs.push_back(b);
-    testing::run_engine(small_engine(offload(16, 100, 2e9, 1e9)), reqs, sink);
+    testing::run_engine(small_engine(host_tier(100, 2e9, 1e9)), reqs, sink);
     const RequestRecord& a = sink.requests.at(1);
     EXPECT_EQ(a.tier_stored_bytes, 4 * kBlockBytes);
     const RequestRecord& r = sink.requests.at(3);
@@ -82,7 +60,7 @@ TEST(KvOffload, HitBelowOneChunkIsIgnored) {
     RecordingSink sink;
     std::vector<RequestSpec> reqs = {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 10, {text(8, 64)}, 1),
                                      make_request(3, 20, {text(7, shared), text(9, 64 - shared)}, 1)};
-    testing::run_engine(small_engine(offload(32, 100, 2e9, 1e9)), reqs, sink);
+    testing::run_engine(small_engine(host_tier(100, 2e9, 1e9, 32)), reqs, sink);
     const RequestRecord& r = sink.requests.at(3);
     EXPECT_EQ(r.cached_tokens, 0);
     EXPECT_EQ(r.tier_cached_tokens, shared == 16 ? 0 : 32);
@@ -97,7 +75,7 @@ TEST(KvOffload, HitBelowOneChunkIsIgnored) {
 // its chunk by evicting one of A's.
 TEST(KvOffload, StoreSkippedWhenTierFullOfTheRequestsBlocks) {
   RecordingSink sink;
-  EngineConfig c = small_engine(offload(16, 2, 2e9, 1e10));
+  EngineConfig c = small_engine(host_tier(2, 2e9, 1e10));
   c.max_num_batched_tokens = 16;
   testing::run_engine(c, {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 10, {text(8, 16)}, 1)}, sink);
   const RequestRecord& a = sink.requests.at(1);
@@ -116,18 +94,18 @@ TEST(KvOffload, CostPolicyRecomputesBelowAndReloadsAboveTheCrossover) {
   SimContext ctx(1);
   testing::FixedLatency lat;
   for (const double bw : {3.5e9, 4.0e9}) {
-    KvOffloadConfig c = offload(16, 100, bw, 1e9);
+    KvOffloadConfig c = host_tier(100, bw, 1e9);
     c.cost_policy = true;
     KvOffload o(ctx, c, 16, lat, 8192);
     EXPECT_EQ(o.worth_loading(0, 64), bw > 3.795e9) << bw;
-    KvOffloadConfig v = offload(16, 100, bw, 1e9);
+    KvOffloadConfig v = host_tier(100, bw, 1e9);
     KvOffload ov(ctx, v, 16, lat, 8192);
     EXPECT_TRUE(ov.worth_loading(0, 64));
   }
   // The same through the engine (round-trip scenario above, B at 20 ms).
   for (const double bw : {3.5e9, 4.0e9}) {
     RecordingSink sink;
-    KvOffloadConfig c = offload(16, 100, bw, 1e9);
+    KvOffloadConfig c = host_tier(100, bw, 1e9);
     c.cost_policy = true;
     testing::run_engine(small_engine(c),
                         {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 10, {text(8, 64)}, 1),
@@ -142,11 +120,11 @@ TEST(KvOffload, CostPolicyRecomputesBelowAndReloadsAboveTheCrossover) {
 TEST(KvOffload, CostPolicyPricesTheLoadedTokensInPrefillChunks) {
   SimContext ctx(1);
   testing::FixedLatency lat;
-  KvOffloadConfig c = offload(16, 100, 1e9, 1e9);  // load 2.010 ms < 2.032 ms
+  KvOffloadConfig c = host_tier(100, 1e9, 1e9);  // load 2.010 ms < 2.032 ms
   c.cost_policy = true;
   KvOffload o(ctx, c, 16, lat, 16);
   EXPECT_TRUE(o.worth_loading(32, 32));
-  KvOffloadConfig slow = offload(16, 100, 0.98e9, 1e9);  // 10 us + 2.0408 ms = 2.0508 ms > 2.032 ms
+  KvOffloadConfig slow = host_tier(100, 0.98e9, 1e9);  // 10 us + 2.0408 ms = 2.0508 ms > 2.032 ms
   slow.cost_policy = true;
   KvOffload os(ctx, slow, 16, lat, 16);
   EXPECT_FALSE(os.worth_loading(32, 32));

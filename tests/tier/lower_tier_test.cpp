@@ -6,6 +6,7 @@
 
 #include "sim/tier/kv_offload.h"
 #include "tests/engine/engine_test_util.h"
+#include "tests/tier/tier_test_util.h"
 
 namespace kvsim {
 namespace {
@@ -13,39 +14,18 @@ namespace {
 using testing::make_request;
 using testing::RecordingSink;
 using testing::text;
+using tier_test::host_tier;
+using tier_test::kBlockBytes;
+using tier_test::ms_ns;
+using tier_test::nvme_tier;
+using tier_test::small_engine;
 
-constexpr int64_t kBlockBytes = 1000000;
-
-// Host: 4 chunks, read 2e9 B/s, write 1e9 B/s, 10 us. Lower (NVMe-like): read 1e9, write 0.5e9, 100 us.
+// Host: 4 chunks, read 2e9 B/s, write 1e9 B/s, 10 us. Lower: tier_test::nvme_tier().
 EngineConfig engine(bool with_lower) {
-  KvOffloadConfig c;
-  c.enabled = true;
-  c.tier = "host-dram";
-  c.chunk_tokens = 16;
-  c.blocks_per_chunk = 1;
-  c.chunk_bytes_rank = kBlockBytes;
-  c.chunk_bytes = kBlockBytes;
-  c.capacity_chunks = 4;
-  c.size_bytes = 4 * kBlockBytes;
-  c.read_bandwidth = 2e9;
-  c.write_bandwidth = 1e9;
-  c.latency = Duration::us(10);
-  if (with_lower) {
-    KvOffloadLowerTier l;
-    l.tier = "nvme-gen4";
-    l.capacity_chunks = 100;
-    l.size_bytes = 100 * kBlockBytes;
-    l.read_bandwidth = 1e9;
-    l.write_bandwidth = 0.5e9;
-    l.latency = Duration::us(100);
-    c.lower.push_back(l);
-  }
-  EngineConfig e = testing::config_for(testing::full_layout(16, 5));
-  e.kv_offload = c;
-  return e;
+  KvOffloadConfig c = host_tier(4, 2e9, 1e9);
+  if (with_lower) c.lower.push_back(nvme_tier());
+  return small_engine(c);
 }
-
-int64_t ms_ns(double ms) { return static_cast<int64_t>(ms * 1e6 + 0.5); }
 
 // A (64 tokens) at 0: step 0 -> 1.064 ms; host store 10 us + 4e6 / 1e9 = 4.010 ms -> 5.074 ms; write-
 // through 100 us + 4e6 / 0.5e9 = 8.100 ms -> 13.174 ms (A's host chunks pinned until then).

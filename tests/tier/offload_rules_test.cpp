@@ -10,6 +10,7 @@
 #include "sim/tier/kv_offload.h"
 #include "tests/engine/engine_test_util.h"
 #include "tests/engine/hybrid_test_util.h"
+#include "tests/tier/tier_test_util.h"
 
 namespace kvsim {
 namespace {
@@ -17,45 +18,11 @@ namespace {
 using testing::make_request;
 using testing::RecordingSink;
 using testing::text;
-
-constexpr int64_t kBlockBytes = 1000000;
-
-int64_t ms_ns(double ms) { return static_cast<int64_t>(ms * 1e6 + 0.5); }
-
-// Host tier: chunks of one block, read 2e9 B/s, write 1e9 B/s, 10 us per job.
-KvOffloadConfig host(int64_t capacity_chunks, double write_bw = 1e9) {
-  KvOffloadConfig c;
-  c.enabled = true;
-  c.tier = "host-dram";
-  c.chunk_tokens = 16;
-  c.blocks_per_chunk = 1;
-  c.chunk_bytes_rank = c.chunk_bytes = kBlockBytes;
-  c.capacity_chunks = capacity_chunks;
-  c.size_bytes = capacity_chunks * kBlockBytes;
-  c.read_bandwidth = 2e9;
-  c.write_bandwidth = write_bw;
-  c.latency = Duration::us(10);
-  return c;
-}
-
-// A lower tier (NVMe-like): read 1e9, write 0.5e9 B/s, 100 us per job, 100 chunks, 16 + 16 servers.
-KvOffloadLowerTier nvme() {
-  KvOffloadLowerTier l;
-  l.tier = "nvme-gen4";
-  l.capacity_chunks = 100;
-  l.size_bytes = 100 * kBlockBytes;
-  l.read_bandwidth = 1e9;
-  l.write_bandwidth = 0.5e9;
-  l.latency = Duration::us(100);
-  return l;
-}
-
-// 4 usable GPU blocks (64 tokens).
-EngineConfig engine(KvOffloadConfig off) {
-  EngineConfig e = testing::config_for(testing::full_layout(16, 5));
-  e.kv_offload = off;
-  return e;
-}
+using tier_test::host_tier;
+using tier_test::kBlockBytes;
+using tier_test::ms_ns;
+using tier_test::nvme_tier;
+using tier_test::small_engine;
 
 // Rule 24. A (64 tokens, 1 output) at 0: step 0 -> 1.064 ms; its 4 chunks go out in one D2H job at the
 // step end: 10 us + 4e6 / 1e9 = 4.010 ms -> 5.074 ms. C (other 64 tokens) at 2 ms needs all 4 GPU blocks,
@@ -65,7 +32,7 @@ EngineConfig engine(KvOffloadConfig off) {
 TEST(StoreFence, AStepReusingABlockWithAPendingStoreWaitsForIt) {
   for (const bool slow : {true, false}) {
     RecordingSink sink;
-    testing::run_engine(engine(host(100, slow ? 1e9 : 1e12)),
+    testing::run_engine(small_engine(host_tier(100, 2e9, slow ? 1e9 : 1e12)),
                         {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 2, {text(8, 64)}, 1)}, sink);
     const RequestRecord& c = sink.requests.at(2);
     ASSERT_TRUE(c.finished);
@@ -88,7 +55,7 @@ TEST(StoreFence, AStepReusingABlockWithAPendingStoreWaitsForIt) {
 // a wait of 4.020 ms. Without offload the same step ends at 1.064 + 1.001 = 2.065 ms.
 TEST(StoreFence, AStepThatPreemptsARequestWithAPendingStoreWaitsForIt) {
   for (const bool offload : {true, false}) {
-    EngineConfig e = engine(host(100));
+    EngineConfig e = small_engine(host_tier(100, 2e9, 1e9));
     if (!offload) e.kv_offload = KvOffloadConfig{};
     RecordingSink sink;
     testing::run_engine(e, {make_request(1, 0, {text(7, 32)}, 3), make_request(2, 0, {text(8, 32)}, 3)}, sink);
@@ -108,7 +75,7 @@ TEST(StoreFence, AStepThatPreemptsARequestWithAPendingStoreWaitsForIt) {
 TEST(StoreFence, HybridStateBlocksAreFencedWithTheirChunk) {
   SimContext ctx(1);
   testing::FixedLatency lat;
-  KvOffloadConfig c = host(100);
+  KvOffloadConfig c = host_tier(100, 2e9, 1e9);
   c.state_bytes_rank = kBlockBytes;
   c.state_slots = 1;
   KvOffload o(ctx, c, 16, lat, 8192);
@@ -172,11 +139,11 @@ TEST(IoStation, ReadAndWriteServersWithFallback) {
 // prefills 64 tokens, 20 -> 21.064 ms.
 TEST(LmCache, WritesEveryTierEvenWhenTheHostSkipsAndReadsBackFromTheLowerTier) {
   for (const bool lmcache : {true, false}) {
-    KvOffloadConfig c = host(2);
-    c.lower.push_back(nvme());
+    KvOffloadConfig c = host_tier(2, 2e9, 1e9);
+    c.lower.push_back(nvme_tier());
     c.lmcache = lmcache;
     RecordingSink sink;
-    testing::run_engine(engine(c),
+    testing::run_engine(small_engine(c),
                         {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 14, {text(8, 64)}, 1),
                          make_request(3, 20, {text(7, 64)}, 1)},
                         sink);
@@ -207,11 +174,11 @@ TEST(LmCache, WritesEveryTierEvenWhenTheHostSkipsAndReadsBackFromTheLowerTier) {
 // the host full of B's own chunks), then host -> GPU 10 us + 4e6 / 2e9 = 2.010 ms -> 34.110 ms; one
 // token -> first token 35.111 ms.
 TEST(LmCache, TieredPrefixTakesTheHostRunThenTheLowerTierRun) {
-  KvOffloadConfig c = host(2);
-  c.lower.push_back(nvme());
+  KvOffloadConfig c = host_tier(2, 2e9, 1e9);
+  c.lower.push_back(nvme_tier());
   c.lmcache = true;
   RecordingSink sink;
-  testing::run_engine(engine(c),
+  testing::run_engine(small_engine(c),
                       {make_request(1, 0, {text(7, 32)}, 1), make_request(2, 10, {text(7, 64)}, 1),
                        make_request(3, 20, {text(8, 64)}, 1), make_request(4, 30, {text(7, 64)}, 1)},
                       sink);
@@ -244,9 +211,9 @@ TEST(HybridOffload, TierHitEndsAtTheLastChunkBoundaryWithASavedState) {
         e.mamba_cache_mode = MambaCacheMode::kAlign;
         e.prefix_cache_retention_interval = kRetentionDense;
       }
-      KvOffloadConfig c = host(lower ? 1 : 100);
+      KvOffloadConfig c = host_tier(lower ? 1 : 100, 2e9, 1e9);
       if (lower) {
-        c.lower.push_back(nvme());
+        c.lower.push_back(nvme_tier());
         c.lmcache = true;
       }
       if (hybrid) {

@@ -13,6 +13,7 @@
 #include "sim/tier/kv_offload.h"
 #include "tests/engine/engine_test_util.h"
 #include "tests/net/net_test_util.h"
+#include "tests/tier/tier_test_util.h"
 
 namespace kvsim {
 namespace {
@@ -21,24 +22,8 @@ using net_test::link;
 using testing::make_request;
 using testing::RecordingSink;
 using testing::text;
-
-constexpr int64_t kBlockBytes = 1000000;
-
-KvOffloadConfig host_tier(double read_bw, double write_bw) {
-  KvOffloadConfig c;
-  c.enabled = true;
-  c.tier = "host-dram";
-  c.chunk_tokens = 16;
-  c.blocks_per_chunk = 1;
-  c.chunk_bytes_rank = kBlockBytes;
-  c.chunk_bytes = kBlockBytes;
-  c.capacity_chunks = 100;
-  c.size_bytes = 100 * kBlockBytes;
-  c.read_bandwidth = read_bw;
-  c.write_bandwidth = write_bw;
-  c.latency = Duration::us(10);
-  return c;
-}
+using tier_test::host_tier;
+using tier_test::ms_ns;
 
 // One GPU, its PCIe switch and its CPU: gpu0 -(pcie_type)- pcie0 -(fast)- cpu0.
 Topology one_gpu(const std::string& pcie_type) {
@@ -49,8 +34,6 @@ Topology one_gpu(const std::string& pcie_type) {
   s.links = {link("gpu0", "pcie0", pcie_type), link("pcie0", "cpu0")};
   return Topology::build(s, net_test::round_catalog());
 }
-
-int64_t ms_ns(double ms) { return static_cast<int64_t>(ms * 1e6 + 0.5); }
 
 // The engine test KvOffload.StoreThenLoadRoundTripTiming (tests/tier/kv_offload_test.cpp), now with its
 // copies as flows over gpu0 - pcie0 - cpu0 (10 GB/s each way, 2 us): the tier's 2 / 1 GB/s are below the
@@ -65,7 +48,7 @@ TEST(TierLinks, IdleLinksFasterThanTheTierGiveTheTierFileTiming) {
     testing::FixedLatency lat;
     RecordingSink sink;
     EngineConfig cfg = testing::config_for(testing::full_layout(16, 5));
-    cfg.kv_offload = host_tier(2e9, 1e9);
+    cfg.kv_offload = host_tier(100, 2e9, 1e9);
     EngineInstance engine(ctx, cfg, lat, sink);
     engine.offload()->set_links(std::make_unique<TierLinks>(net, std::vector<int>{0}, cfg.kv_offload, "test"));
     std::vector<RequestSpec> reqs = {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 6, {text(8, 64)}, 1)};
@@ -97,7 +80,7 @@ TEST(TierLinks, AStoreSharesTheGpusPcieLinkWithAnotherFlow) {
     SimContext ctx(1);
     FlowNetwork net(ctx, topo);
     testing::FixedLatency lat;
-    const KvOffloadConfig cfg = host_tier(2e9, 2e9);
+    const KvOffloadConfig cfg = host_tier(100, 2e9, 2e9);
     KvOffload o(ctx, cfg, 16, lat, 8192);
     o.set_links(std::make_unique<TierLinks>(net, std::vector<int>{0}, cfg, "test"));
     SimTime x_end;
@@ -145,7 +128,7 @@ TEST(TierLinks, PathsFollowTheGpusPcieSwitchNicAndRail) {
     for (int l : p.links) out.push_back(t.link(l).name);
     return out;
   };
-  KvOffloadConfig cfg = host_tier(2e9, 2e9);
+  KvOffloadConfig cfg = host_tier(100, 2e9, 2e9);
   for (const char* name : {"nvme-gen4", "remote-rdma"}) {
     KvOffloadLowerTier l;
     l.tier = name;
@@ -188,7 +171,7 @@ TEST(TierLinks, AHostTierNeedsACpuOnTheGpusNode) {
   SimContext ctx(1);
   FlowNetwork net(ctx, t);
   const std::string msg = net_test::input_error(
-      [&] { TierLinks(net, {0}, host_tier(1e9, 1e9), "s.yaml: cluster.pools[0].engine.kv_offload"); });
+      [&] { TierLinks(net, {0}, host_tier(100, 1e9, 1e9), "s.yaml: cluster.pools[0].engine.kv_offload"); });
   EXPECT_NE(msg.find("cluster.pools[0].engine.kv_offload"), std::string::npos) << msg;
   EXPECT_NE(msg.find("no cpu vertex on node 0"), std::string::npos) << msg;
 }
