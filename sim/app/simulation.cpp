@@ -187,6 +187,10 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
                        std::to_string(cfg.kv_offload.chunk_tokens) + " tokens is longer than max_model_len " +
                        std::to_string(cfg.max_model_len) + ": no chunk could ever fill, so nothing would be stored");
     check_engine_startup(cfg, p.engine, where);
+    if (s.cluster.disaggregated && cfg.step_policy == StepPolicy::kSglang)
+      throw InputError(s.path + ": " + where.engine_key +
+                       ".scheduler: SGLang's scheduler is not modelled in a disaggregated cluster (set scheduler: "
+                       "vllm; the P/D flow follows vLLM's NIXL connector)");
     LatencyModelSpec lm;
     lm.name = p.engine.latency_model;
     lm.tp = p.engine.tensor_parallel_size;

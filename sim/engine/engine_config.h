@@ -23,6 +23,11 @@ const char* mamba_cache_mode_name(MambaCacheMode m);
 // CacheConfig.prefix_cache_retention_interval: which saved states keep their hash.
 inline constexpr int64_t kRetentionDense = -1;  // vLLM None: every saved state
 
+// Which engine's scheduler forms the steps: vLLM v1's (Scheduler, scheduler.h) or SGLang's
+// (prefill first, never mixed with decode; sglang_schedule.cpp).
+enum class StepPolicy : uint8_t { kVllm, kSglang };
+const char* step_policy_name(StepPolicy p);
+
 struct EngineConfig {
   KvCacheLayout layout;               // groups, block size and pool size (num_blocks includes the null block)
   int max_num_batched_tokens = 8192;  // token budget of one step (vLLM serve default on H100/H200)
@@ -67,6 +72,14 @@ struct EngineConfig {
   // A KV connector that accepts partial hybrid hits: attention blocks are reused up to the attention
   // match, the state is recomputed from the last saved state at or below it.
   bool kv_connector_partial_hybrid_hits = false;
+  // kSglang: max_num_batched_tokens is SGLang's chunked_prefill_size (enable_chunked_prefill false: no
+  // chunking), max_num_seqs its max_running_requests; max_prefill_tokens and new_token_ratio as there.
+  StepPolicy step_policy = StepPolicy::kVllm;
+  int64_t max_prefill_tokens = 16384;  // SGLang --max-prefill-tokens
+  bool enable_mixed_chunk = false;     // SGLang --enable-mixed-chunk: decode joins prefill steps
+  double init_new_token_ratio = 0.7;   // min(0.7 x schedule_conservativeness, 1)
+  double min_new_token_ratio = 0.7 * 0.14;
+  double new_token_ratio_decay = (0.7 - 0.7 * 0.14) / 600;
   // engine.kv_offload, resolved (sim/tier/offload_resolution.h); disabled: no tier, no events.
   KvOffloadConfig kv_offload;
 };

@@ -151,13 +151,44 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
     tokens = 8192;
     seqs = 1024;
   }
+  c.max_model_len =
+      e.max_model_len.value_or(model.max_position_embeddings > 0 ? model.max_position_embeddings : 1 << 20);
+  if (e.scheduler != "auto" && e.scheduler != "vllm" && e.scheduler != "sglang")
+    throw InputError(key + "scheduler: must be auto, vllm or sglang (got " + quote_for_message(e.scheduler) + ")");
+  const bool sglang = e.scheduler == "sglang" || (e.scheduler == "auto" && kind == EngineKind::kSglang);
+  if (sglang) {
+    if (e.kv_offload)
+      throw InputError(key + "scheduler: SGLang's scheduler is not modelled with kv_offload (use scheduler: vllm)");
+    if (e.policy != "fcfs")
+      throw InputError(key + "scheduler: SGLang's scheduler is modelled with policy fcfs only (got " +
+                       quote_for_message(e.policy) + ")");
+    c.step_policy = StepPolicy::kSglang;
+    c.max_prefill_tokens = e.max_prefill_tokens.value_or(16384);
+    c.enable_mixed_chunk = e.enable_mixed_chunk.value_or(false);
+    // sglang server_args.py (_handle_gpu_memory_settings): chunked_prefill_size by the GPU's memory,
+    // 2048 below 35 GiB, 8192 below 160 GiB, else 16384; with DP attention (_handle_data_parallelism)
+    // divided by dp_size, and schedule_conservativeness x 0.3.
+    tokens = gib < 35 ? 2048 : gib < 160 ? 8192 : 16384;
+    double conservativeness = 1.0;
+    if (par.dp > 1) {
+      tokens = std::max(tokens / par.dp, 1);
+      conservativeness = 0.3;
+    }
+    c.init_new_token_ratio = std::min(0.7 * conservativeness, 1.0);
+    c.min_new_token_ratio = std::min(c.init_new_token_ratio * 0.14, 1.0);
+    c.new_token_ratio_decay = (c.init_new_token_ratio - c.min_new_token_ratio) / 600;
+    // model_runner.py: max_num_reqs = min(max(max_total_num_tokens / context_len x 512, 2048), 4096).
+    const double kv_tokens = static_cast<double>(c.layout.num_blocks - 1) * c.layout.block_size;
+    seqs = static_cast<int>(std::clamp(kv_tokens / static_cast<double>(c.max_model_len) * 512, 2048.0, 4096.0));
+  } else if (e.max_prefill_tokens || e.enable_mixed_chunk) {
+    throw InputError(key + (e.max_prefill_tokens ? "max_prefill_tokens" : "enable_mixed_chunk") +
+                     ": SGLang's option; it needs scheduler sglang (or kind sglang)");
+  }
   c.max_num_batched_tokens = e.max_num_batched_tokens.value_or(tokens);
   c.max_num_seqs = e.max_num_seqs.value_or(seqs);
   c.enable_prefix_caching = e.enable_prefix_caching;
   c.enable_chunked_prefill = e.enable_chunked_prefill;
   c.long_prefill_token_threshold = e.long_prefill_token_threshold;
-  c.max_model_len =
-      e.max_model_len.value_or(model.max_position_embeddings > 0 ? model.max_position_embeddings : 1 << 20);
   c.policy = e.policy;
   c.watermark = e.watermark;
   for (const LayerSpec& l : model.layers)

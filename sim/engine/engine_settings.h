@@ -31,6 +31,10 @@ struct EngineSettings {
   std::optional<int64_t> max_model_len;          // default: the config's max_position_embeddings
   int64_t long_prefill_token_threshold = 0;
   std::string policy = "fcfs";  // fcfs | priority
+  // Whose scheduler forms the steps: auto (SGLang's for kind sglang, else vLLM's) | vllm | sglang.
+  std::string scheduler = "auto";
+  std::optional<int64_t> max_prefill_tokens;  // SGLang --max-prefill-tokens (default 16384)
+  std::optional<bool> enable_mixed_chunk;     // SGLang --enable-mixed-chunk (default false)
   double watermark = 0.0;
   bool scheduler_reserve_full_isl = true;
   int tensor_parallel_size = 1;

@@ -25,7 +25,10 @@ size_t seen_horizon(int64_t num_blocks) {
 Scheduler::Scheduler(const EngineConfig& config)
     : config_(config),
       priority_(config.policy == "priority"),
-      kv_(config, config.max_num_batched_tokens),
+      // SGLang without chunked prefill takes whole prompts (sliding-window admission cap: max_model_len).
+      kv_(config, config.step_policy == StepPolicy::kSglang && !config.enable_chunked_prefill
+                      ? std::max<int64_t>(config.max_model_len, config.max_num_batched_tokens)
+                      : config.max_num_batched_tokens),
       seen_(seen_horizon(config.layout.num_blocks)),
       state_seen_(seen_horizon(config.layout.num_blocks)) {
   KVSIM_CHECK(config.policy == "fcfs" || config.policy == "priority", "unknown policy " << config.policy);
@@ -35,6 +38,9 @@ Scheduler::Scheduler(const EngineConfig& config)
               "prefix_match_unit " << config.prefix_match_unit << " does not divide the block size "
                                    << config.layout.block_size);
   KVSIM_CHECK(config.max_num_batched_tokens > 0 && config.max_num_seqs > 0, "empty step budget");
+  KVSIM_CHECK(config.step_policy == StepPolicy::kVllm || (config.max_prefill_tokens > 0 && !priority_),
+              "SGLang's scheduler needs max_prefill_tokens > 0 and the fcfs policy");
+  new_token_ratio_ = config.init_new_token_ratio;
 }
 
 int Scheduler::add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_output, SimTime now, RemoteKv remote) {
@@ -295,7 +301,38 @@ void Scheduler::attribute_miss(EngineRequest& r, int64_t cached, int64_t attenti
   }
 }
 
+void Scheduler::lookup_waiting(int slot, EngineRequest& r) {
+  // vLLM get_computed_blocks: lookup capped at num_tokens - 1 (its stats are recorded at admission).
+  kv_.find_longest_cache_hit(r.hasher.hashes(), r.num_tokens - 1, hit_, r.hasher.fine_hashes());
+  if (kv_.has_state() && config_.enable_prefix_caching) {
+    // vLLM get_computed_blocks: shared_prefix_boundary = hit + num_uncached_common_prefix_tokens.
+    const int64_t uncached = hit_.attention_tokens - hit_.num_tokens;
+    r.shared_prefix_boundary = config_.shared_prefix_checkpoint && uncached > 0 ? hit_.attention_tokens : 0;
+    const int64_t b = kv_.block_size();
+    kv_.set_state_boundaries(slot, (r.prompt_tokens - 1) / b * b, r.shared_prefix_boundary / b * b);
+  }
+}
+
+void Scheduler::record_admission(EngineRequest& r, SimTime now) {
+  if (r.num_cached_tokens < 0) {
+    r.num_cached_tokens = hit_.num_tokens;
+    r.record.first_scheduled = now;
+    // Hybrids: the attention match (state-only models have none: the reused state).
+    r.record.matched_tokens = !kv_.has_state()      ? hit_.first_pass_tokens
+                              : kv_.has_attention() ? std::max(hit_.attention_tokens, hit_.num_tokens)
+                                                    : hit_.num_tokens;
+    r.record.cached_tokens = hit_.num_tokens;
+    if (config_.enable_prefix_caching) attribute_miss(r, hit_.num_tokens, hit_.attention_tokens);
+  }
+  if (config_.enable_prefix_caching) touch_hit(r, hit_.num_tokens);
+  r.num_computed = hit_.num_tokens;
+}
+
 void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
+  if (config_.step_policy == StepPolicy::kSglang) {
+    schedule_sglang(now, out);
+    return;
+  }
   out.clear();
   kv_.new_step();
   int64_t budget = config_.max_num_batched_tokens;
@@ -398,16 +435,8 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
     const int slot = waiting_front();
     EngineRequest& r = request(slot);
     KVSIM_CHECK(r.num_computed == 0, "waiting request with computed tokens");
-    // vLLM get_computed_blocks: lookup capped at num_tokens - 1 (its stats are recorded at admission).
-    kv_.find_longest_cache_hit(r.hasher.hashes(), r.num_tokens - 1, hit_, r.hasher.fine_hashes());
+    lookup_waiting(slot, r);
     const bool pull = r.remote == RemoteKv::kReceive && !r.remote_loaded;
-    if (kv_.has_state() && config_.enable_prefix_caching) {
-      // vLLM get_computed_blocks: shared_prefix_boundary = hit + num_uncached_common_prefix_tokens.
-      const int64_t uncached = hit_.attention_tokens - hit_.num_tokens;
-      r.shared_prefix_boundary = config_.shared_prefix_checkpoint && uncached > 0 ? hit_.attention_tokens : 0;
-      const int64_t b = kv_.block_size();
-      kv_.set_state_boundaries(slot, (r.prompt_tokens - 1) / b * b, r.shared_prefix_boundary / b * b);
-    }
     if (pull) {
       // vLLM NIXL get_num_new_matched_tokens: the prompt beyond the local hit is external (N - 1 tokens for
       // Mamba models, _get_remote_prefill_token_count), loaded asynchronously: allocate_slots for the hit
@@ -476,18 +505,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
     waiting_pop_front();
     running_.push_back(slot);
     r.status = RequestStatus::kRunning;
-    if (r.num_cached_tokens < 0) {
-      r.num_cached_tokens = hit_.num_tokens;
-      r.record.first_scheduled = now;
-      // Hybrids: the attention match (state-only models have none: the reused state).
-      r.record.matched_tokens = !kv_.has_state()      ? hit_.first_pass_tokens
-                                : kv_.has_attention() ? std::max(hit_.attention_tokens, hit_.num_tokens)
-                                                      : hit_.num_tokens;
-      r.record.cached_tokens = hit_.num_tokens;
-      if (config_.enable_prefix_caching) attribute_miss(r, hit_.num_tokens, hit_.attention_tokens);
-    }
-    if (config_.enable_prefix_caching) touch_hit(r, hit_.num_tokens);
-    r.num_computed = hit_.num_tokens;
+    record_admission(r, now);
     const bool cow = kv_.partial_hash_hits() && hit_.num_tokens % kv_.block_size() != 0;
     out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed, cow});
     register_blocks(slot, std::min(r.num_computed + n, r.num_tokens));

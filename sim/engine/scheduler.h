@@ -1,6 +1,7 @@
 #pragma once
 // Scheduler: vLLM v1 Scheduler.schedule() (vllm/v1/core/sched/scheduler.py) over one
-// KvCacheCoordinator.
+// KvCacheCoordinator; with EngineConfig::step_policy kSglang, SGLang's scheduler instead
+// (sglang_schedule.cpp, whose header comment gives its rules and sources).
 //  - RUNNING requests first, in list (admission) order: tokens not yet computed, capped by
 //    long_prefill_token_threshold, the budget and max_model_len; if allocate_slots fails, preempt the
 //    last running request (priority: max (priority, arrival)) by recompute (free its blocks,
@@ -141,6 +142,17 @@ class Scheduler {
   void attribute_miss(EngineRequest& r, int64_t cached_tokens, int64_t attention_tokens);
   // Refreshes the keys of the blocks `r` reuses, so a prefix kept hot by hits stays within the horizon.
   void touch_hit(const EngineRequest& r, int64_t hit_tokens);
+  // The waiting request's prefix lookup (hit_) and, for hybrids, its state boundaries.
+  void lookup_waiting(int slot, EngineRequest& r);
+  // A waiting request admitted after lookup_waiting: first-admission record, hit touch, num_computed.
+  void record_admission(EngineRequest& r, SimTime now);
+  // SGLang's scheduler (EngineConfig::step_policy kSglang; sglang_schedule.cpp): a prefill batch when
+  // one can be admitted (sglang_prefill returns true), else a decode step of the running requests.
+  void schedule_sglang(SimTime now, SchedulerOutput& out);
+  bool sglang_prefill(SimTime now, SchedulerOutput& out);
+  // mixed: the decode half of a mixed prefill step (enable_mixed_chunk).
+  void sglang_decode(SchedulerOutput& out, bool mixed);
+  int64_t sglang_free_tokens() const;
   // vLLM Scheduler._mamba_block_aligned_split: tokens to schedule for `r` starting at `start` when
   // `n` would fit, so that states land on block boundaries.
   int64_t align_split(const EngineRequest& r, int64_t start, int64_t n) const;
@@ -168,6 +180,9 @@ class Scheduler {
   uint64_t next_seq_ = 0;
   CacheHit hit_;
   std::vector<std::pair<int64_t, uint64_t>> boundaries_;
+  // SGLang: the one request mid-prompt (Scheduler.chunked_req; -1: none) and new_token_ratio.
+  int sglang_chunked_ = -1;
+  double new_token_ratio_ = 0;
 };
 
 }  // namespace kvsim

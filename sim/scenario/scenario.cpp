@@ -198,6 +198,9 @@ const std::set<std::string> kEngineKeys = {"kind",
                                            "long_prefill_token_threshold",
                                            "policy",
                                            "watermark",
+                                           "scheduler",
+                                           "max_prefill_tokens",
+                                           "enable_mixed_chunk",
                                            "scheduler_reserve_full_isl",
                                            "tensor_parallel_size",
                                            "data_parallel_size",
@@ -314,6 +317,14 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
     if (!(e.watermark >= 0.0 && e.watermark < 1.0))
       r.fail(k("watermark"), "must be in [0, 1) (got " + n["watermark"].Scalar() + ")");
   }
+  if (n["scheduler"]) {
+    e.scheduler = r.str(n["scheduler"], k("scheduler"));
+    if (e.scheduler != "auto" && e.scheduler != "vllm" && e.scheduler != "sglang")
+      r.fail(k("scheduler"), "must be auto, vllm or sglang (got " + quote_for_message(e.scheduler) + ")");
+  }
+  if (n["max_prefill_tokens"])
+    e.max_prefill_tokens = r.integer(n["max_prefill_tokens"], k("max_prefill_tokens"), 1, INT32_MAX);
+  if (n["enable_mixed_chunk"]) e.enable_mixed_chunk = r.boolean(n["enable_mixed_chunk"], k("enable_mixed_chunk"));
   if (n["scheduler_reserve_full_isl"])
     e.scheduler_reserve_full_isl = r.boolean(n["scheduler_reserve_full_isl"], k("scheduler_reserve_full_isl"));
   if (n["tensor_parallel_size"])
