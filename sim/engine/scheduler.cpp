@@ -138,6 +138,27 @@ void Scheduler::preempt_alone(int slot, SchedulerOutput& out) {
   out.rejected.push_back(slot);
 }
 
+int64_t Scheduler::preempt_running(size_t victim_index, size_t& i, int slot, SchedulerOutput& out) {
+  const int victim = running_[victim_index];
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(victim_index));
+  int64_t returned = 0;
+  if (victim_index < i) {
+    // Already scheduled this step: drop its entry.
+    --i;
+    auto it = std::find_if(out.scheduled.begin(), out.scheduled.end(),
+                           [victim](const ScheduledRequest& s) { return s.slot == victim; });
+    KVSIM_CHECK(it != out.scheduled.end(), "scheduled victim missing");
+    returned = it->num_tokens;
+    out.scheduled.erase(it);
+  }
+  if (victim == slot && running_.empty())
+    preempt_alone(victim, out);
+  else
+    preempt(victim, out);
+  ++out.preemptions;
+  return returned;
+}
+
 void Scheduler::note_progress(int slot) {
   EngineRequest& r = request(slot);
   if (r.num_computed <= r.max_computed) return;
@@ -369,21 +390,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
         }
       }
       const int victim = running_[victim_index];
-      running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(victim_index));
-      if (victim_index < i) {
-        // Already scheduled this step (priority policy): give its tokens back.
-        --i;
-        auto it = std::find_if(out.scheduled.begin(), out.scheduled.end(),
-                               [victim](const ScheduledRequest& s) { return s.slot == victim; });
-        KVSIM_CHECK(it != out.scheduled.end(), "scheduled victim missing");
-        budget += it->num_tokens;
-        out.scheduled.erase(it);
-      }
-      if (victim == slot && running_.empty())
-        preempt_alone(victim, out);
-      else
-        preempt(victim, out);
-      ++out.preemptions;
+      budget += preempt_running(victim_index, i, slot, out);  // priority policy: an earlier one's tokens back
       if (victim == slot) break;
     }
     // vLLM: `if new_blocks is None: break`. The request preempted itself; later running requests wait

@@ -133,6 +133,10 @@ class Scheduler {
   void waiting_push_back(int slot);
   void waiting_push_front(int slot);
   void preempt(int slot, SchedulerOutput& out);
+  // Takes running_[victim_index] out of the running list and preempts it (rejects it when it is `slot`
+  // and nothing else runs); one already scheduled this step (victim_index < i) loses its entry and
+  // `i` steps back. Returns the tokens that entry had.
+  int64_t preempt_running(size_t victim_index, size_t& i, int slot, SchedulerOutput& out);
   // The victim of a failed allocation is the request itself and nothing else runs.
   void preempt_alone(int slot, SchedulerOutput& out);
   void admit_lookup(EngineRequest& r);

@@ -198,20 +198,7 @@ void Scheduler::sglang_decode(SchedulerOutput& out, bool mixed) {
       const EngineRequest& v = request(running_[victim_index]);
       if (std::tie(a.generated, v.prompt_tokens) < std::tie(v.generated, a.prompt_tokens)) victim_index = j;
     }
-    const int victim = running_[victim_index];
-    running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(victim_index));
-    if (victim_index < i) {
-      --i;
-      auto it = std::find_if(out.scheduled.begin(), out.scheduled.end(),
-                             [victim](const ScheduledRequest& s) { return s.slot == victim; });
-      KVSIM_CHECK(it != out.scheduled.end(), "scheduled victim missing");
-      out.scheduled.erase(it);
-    }
-    if (victim == slot && running_.empty())
-      preempt_alone(victim, out);
-    else
-      preempt(victim, out);
-    ++out.preemptions;
+    preempt_running(victim_index, i, slot, out);
     retracted = true;
   }
   if (retracted) {
