@@ -74,7 +74,7 @@ def why_not(row, gpus):
 # unless --all (a newer binary may read more).
 READ_BY_VALIDATE = ["model", "gpu", "tp", "isl", "osl", "concurrency", "ttft_ms", "tpot_ms", "engine", "dtype",
                     "max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill", "prefill_workers", "prefill_tp",
-                    "decode_workers", "decode_tp", "topology"]
+                    "decode_workers", "decode_tp", "topology", "max_prefill_tokens", "enable_mixed_chunk", "measured"]
 LINE = re.compile(r"^(\d+)\s+\S+\s+\S+\s+\S+\s+\d+\s+\d+\s+\d+\s+\d+\s+(\S+)\s+(.*)$")
 
 

@@ -92,6 +92,9 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
   const auto c_mnbt = f.find_column("max_num_batched_tokens");
   const auto c_mns = f.find_column("max_num_seqs");
   const auto c_chunk = f.find_column("enable_chunked_prefill");
+  const auto c_mpt = f.find_column("max_prefill_tokens");
+  const auto c_mixed = f.find_column("enable_mixed_chunk");
+  const auto c_measured = f.find_column("measured");
   std::vector<ValidationPoint> out;
   for (size_t r = 0; r < f.rows.size(); ++r) {
     ValidationPoint p;
@@ -155,14 +158,28 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
     auto present = [&](const std::optional<int>& col) { return col && !f.text(r, *col).empty(); };
     if (present(c_mnbt)) p.max_num_batched_tokens = positive_int(*c_mnbt, INT32_MAX);
     if (present(c_mns)) p.max_num_seqs = static_cast<int>(positive_int(*c_mns, kMaxConcurrency));
-    if (present(c_chunk)) {
-      const std::string v = f.text(r, *c_chunk);
-      if (v == "true" || v == "1")
-        p.enable_chunked_prefill = true;
-      else if (v == "false" || v == "0")
-        p.enable_chunked_prefill = false;
-      else
-        throw InputError(f.where(r, *c_chunk) + ": expected true or false (got '" + v + "')");
+    auto boolean = [&](int col) {
+      const std::string v = f.text(r, col);
+      if (v == "true" || v == "1") return true;
+      if (v == "false" || v == "0") return false;
+      throw InputError(f.where(r, col) + ": expected true or false (got '" + v + "')");
+    };
+    if (present(c_chunk)) p.enable_chunked_prefill = boolean(*c_chunk);
+    if (present(c_mpt)) p.max_prefill_tokens = positive_int(*c_mpt, INT32_MAX);
+    if (present(c_mixed)) p.enable_mixed_chunk = boolean(*c_mixed);
+    if ((p.max_prefill_tokens || p.enable_mixed_chunk) && p.engine != "sglang")
+      throw InputError(f.where(r, p.max_prefill_tokens ? *c_mpt : *c_mixed) + ": an SGLang option on a " + p.engine +
+                       " row (max_prefill_tokens and enable_mixed_chunk are SGLang's)");
+    if (present(c_measured)) {
+      const std::string v = f.text(r, *c_measured);
+      const bool iso = v.size() >= 10 && v[4] == '-' && v[7] == '-' &&
+                       std::all_of(v.begin(), v.begin() + 10, [](char ch) { return std::isdigit(ch) || ch == '-'; }) &&
+                       std::count(v.begin(), v.begin() + 10, '-') == 2;
+      const int month = iso ? std::stoi(v.substr(5, 2)) : 0, day = iso ? std::stoi(v.substr(8, 2)) : 0;
+      if (!iso || month < 1 || month > 12 || day < 1 || day > 31)
+        throw InputError(f.where(r, *c_measured) + ": expected a date YYYY-MM-DD[...] (got " + quote_for_message(v) +
+                         ")");
+      p.measured = v.substr(0, 10);
     }
     p.disagg = read_disaggregated_columns(f, r, p.gpu, p.tp, hw, hardware_dir);
     p.parallel = read_parallel_columns(f, r, p.tp);
@@ -171,6 +188,35 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
     out.push_back(p);
   }
   return out;
+}
+
+DeploymentFlags generator_deployment(const ValidationPoint& p) {
+  DeploymentFlags f;
+  if (p.measured.empty() || p.disagg || p.parallel.dp > 1 || p.parallel.pp > 1) return f;
+  const std::string& date = p.measured;  // YYYY-MM-DD: dates compare as strings
+  const int64_t batch = p.concurrency;   // max_batch_size = concurrency (one aggregated worker)
+  if (p.engine == "trtllm") {
+    // agg max_num_tokens = bs + isl + 1500 since aiconfigurator's first release (2025-08-11,
+    // cli/backends/trtllm.py), rounded up to tokens_per_block = 32 since 2026-01-29 (#307,
+    // rule_plugin/trtllm.rule); enable_chunked_prefill is the template's default(false)
+    // (backend_templates/trtllm/extra_engine_args.*.yaml.j2).
+    if (date < "2025-08-11") return f;
+    int64_t tokens = batch + p.isl + 1500;
+    if (date >= "2026-01-29") tokens = (tokens + 31) / 32 * 32;
+    f.max_num_batched_tokens = tokens;
+    f.enable_chunked_prefill = false;
+  } else if (p.engine == "vllm") {
+    // agg max_num_tokens = max_batch_size + isl + 1500 (rule_plugin/vllm.rule since 2025-12-04, #144),
+    // passed as --max-num-batched-tokens only since 2026-01-08 (#238: "include --max-model-len and
+    // --max-num-batched-tokens in vllm run.sh"); chunked prefill stays vLLM's (on).
+    if (date >= "2026-01-08") f.max_num_batched_tokens = batch + p.isl + 1500;
+  } else if (p.engine == "sglang") {
+    // agg_prefill_decode max_prefill_tokens = isl + 1500 (rule_plugin/sglang.rule since 2025-12-04, #144);
+    // agg enable_mixed_chunk = true since 2026-01-19 (#257, with the flag's name fixed in #258).
+    if (date >= "2025-12-04") f.max_prefill_tokens = p.isl + 1500;
+    if (date >= "2026-01-19") f.enable_mixed_chunk = true;
+  }
+  return f;
 }
 
 PointMeans measured_means(const RunCollector& c, int64_t first_id) {
@@ -212,10 +258,22 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   const bool cols = protocol.use_engine_columns;
   const int max_seqs = cols && p.max_num_seqs ? *p.max_num_seqs : std::max(p.concurrency, 256);
   y += "  max_num_seqs: " + std::to_string(max_seqs) + "\n";
-  if (cols && p.max_num_batched_tokens)
-    y += "  max_num_batched_tokens: " + std::to_string(*p.max_num_batched_tokens) + "\n";
-  if (cols && p.enable_chunked_prefill)
-    y += std::string("  enable_chunked_prefill: ") + (*p.enable_chunked_prefill ? "true" : "false") + "\n";
+  if (cols) {
+    // The row's columns first; where one is empty, the generator's flag (--deployment aiconfigurator).
+    DeploymentFlags d{p.max_num_batched_tokens, p.enable_chunked_prefill, p.max_prefill_tokens, p.enable_mixed_chunk};
+    if (protocol.deployment == ValidationProtocol::Deployment::kAiconfigurator) {
+      const DeploymentFlags g = generator_deployment(p);
+      if (!d.max_num_batched_tokens) d.max_num_batched_tokens = g.max_num_batched_tokens;
+      if (!d.enable_chunked_prefill) d.enable_chunked_prefill = g.enable_chunked_prefill;
+      if (!d.max_prefill_tokens) d.max_prefill_tokens = g.max_prefill_tokens;
+      if (!d.enable_mixed_chunk) d.enable_mixed_chunk = g.enable_mixed_chunk;
+    }
+    const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+    if (d.max_num_batched_tokens) y += "  max_num_batched_tokens: " + std::to_string(*d.max_num_batched_tokens) + "\n";
+    if (d.enable_chunked_prefill) y += "  enable_chunked_prefill: " + flag(*d.enable_chunked_prefill) + "\n";
+    if (d.max_prefill_tokens) y += "  max_prefill_tokens: " + std::to_string(*d.max_prefill_tokens) + "\n";
+    if (d.enable_mixed_chunk) y += "  enable_mixed_chunk: " + flag(*d.enable_mixed_chunk) + "\n";
+  }
   if (p.disagg) y += "cluster:\n" + disaggregated_cluster_yaml(*p.disagg);
   y += "workload:\n  synthetic:\n";
   y += "    kind: shared_prefix\n";
@@ -228,12 +286,20 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   return parse_scenario(y, "validation point line " + std::to_string(p.line));
 }
 
+// "engine-defaults" | "aiconfigurator" (ValidationProtocol::Deployment); an error naming `where` otherwise.
+ValidationProtocol::Deployment parse_deployment(const std::string& value, const std::string& where) {
+  if (value == "engine-defaults") return ValidationProtocol::Deployment::kEngineDefaults;
+  if (value == "aiconfigurator") return ValidationProtocol::Deployment::kAiconfigurator;
+  throw InputError(where + ": unknown value '" + value + "' (known: engine-defaults, aiconfigurator)");
+}
+
 // A points file states how its points were measured in a comment line before the header:
-//   # protocol: warmup_per_slot=0 requests_per_slot=10 [client=NAME] [(free text to the end of the line)]
+//   # protocol: warmup_per_slot=0 requests_per_slot=10 [client=NAME] [deployment=engine-defaults|aiconfigurator]
+//               [(free text to the end of the line)]
 // (models/latency/README.md, "Closed-loop measurement protocol"). Values given on the command line win.
 // Returns the client named, or "" when the file has no protocol line.
 std::string read_protocol_directive(const std::string& path, ValidationProtocol& protocol, bool warmup_given,
-                                    bool requests_given) {
+                                    bool requests_given, bool deployment_given) {
   LineReader reader(path, "points file");
   std::string_view line;
   std::string client;
@@ -274,9 +340,14 @@ std::string read_protocol_directive(const std::string& path, ValidationProtocol&
         client = value;
         continue;
       }
+      if (key == "deployment") {
+        const auto d = parse_deployment(value, where + ": protocol deployment");
+        if (!deployment_given) protocol.deployment = d;
+        continue;
+      }
       if (key != "warmup_per_slot" && key != "requests_per_slot")
         throw InputError(where + ": unknown protocol key '" + key +
-                         "' (known: warmup_per_slot, requests_per_slot, client)");
+                         "' (known: warmup_per_slot, requests_per_slot, client, deployment)");
       const int lo = key == "warmup_per_slot" ? 0 : 1;
       const bool digits = value.find_first_not_of("0123456789") == std::string::npos && value.size() <= 6;
       const int v = digits ? std::stoi(value) : -1;
@@ -315,7 +386,14 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
      "hypothesis H1 (not a measured protocol): this many clients beyond the point's concurrency, so that "
      "with max_num_seqs = concurrency they queue for a slot (see models/latency/README.md)")
     ("engine-defaults", po::bool_switch(),
-     "ignore the per-row scheduler columns (max_num_batched_tokens, max_num_seqs, enable_chunked_prefill)")
+     "ignore the per-row scheduler columns (max_num_batched_tokens, max_num_seqs, enable_chunked_prefill, "
+     "max_prefill_tokens, enable_mixed_chunk) and --deployment")
+    ("deployment", po::value<std::string>(),
+     "scheduler settings of a row whose scheduler columns are empty: engine-defaults, or aiconfigurator (the flags "
+     "aiconfigurator's config generator emitted on the row's `measured` date: TRT-LLM max_num_tokens = c + isl + "
+     "1500 without chunking, vLLM max_num_batched_tokens = c + isl + 1500 from 2026-01-08, SGLang "
+     "max_prefill_tokens = isl + 1500 and enable_mixed_chunk from 2026-01-19); overrides the file's "
+     "'# protocol:' line (deployment=...); default engine-defaults")
     ("latency-model", po::value<std::string>()->default_value("calibrated"), "calibrated | roofline")
     ("hardware-dir", po::value<std::string>()->default_value(kDefaultHardwareDir), "hardware catalog directory")
     ("points", po::value<std::string>(), "the CSV of measured points (positional)");
@@ -346,14 +424,16 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   protocol.extra_clients = vm["extra-clients"].as<int>();
   if (protocol.extra_clients < 0 || protocol.extra_clients > kMaxConcurrency)
     throw InputError("--extra-clients must be in [0, " + std::to_string(kMaxConcurrency) + "]");
+  if (vm.count("deployment"))
+    protocol.deployment = parse_deployment(vm["deployment"].as<std::string>(), "--deployment");
   const std::string lm = vm["latency-model"].as<std::string>();
   if (lm != "calibrated" && lm != "roofline")
     throw InputError("--latency-model: unknown model '" + lm + "' (known: calibrated, roofline)");
   const std::string hw = vm["hardware-dir"].as<std::string>();
   const std::string path = vm["points"].as<std::string>();
   const auto points = read_validation_points(path, hw);
-  const std::string client =
-      read_protocol_directive(path, protocol, !vm["warmup-per-slot"].defaulted(), !vm["requests-per-slot"].defaulted());
+  const std::string client = read_protocol_directive(path, protocol, !vm["warmup-per-slot"].defaulted(),
+                                                     !vm["requests-per-slot"].defaulted(), vm.count("deployment") > 0);
 
   std::vector<Row> rows;
   std::vector<int> excluded;  // lines of points with no finished request
@@ -406,7 +486,10 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   out << "\nabsolute relative error (%), " << protocol.warmup_per_slot << " + " << protocol.requests_per_slot
       << " x concurrency requests per point (warm-up excluded"
       << (client.empty() ? "; command-line / default protocol" : "; protocol of the file: " + client) << "), "
-      << (protocol.use_engine_columns ? "per-row scheduler settings" : "engine default scheduler settings")
+      << (!protocol.use_engine_columns ? "engine default scheduler settings"
+          : protocol.deployment == ValidationProtocol::Deployment::kAiconfigurator
+              ? "per-row scheduler settings, else aiconfigurator's generator flags at the measured date"
+              : "per-row scheduler settings")
       << (protocol.extra_clients > 0 ? ", " + std::to_string(protocol.extra_clients) + " extra client(s) (H1)" : "")
       << ", latency model " << lm << "\n";
   std::snprintf(buf, sizeof buf, "%-18s %6s %12s %10s %12s %10s\n", "class", "points", "TTFT median", "TTFT p90",

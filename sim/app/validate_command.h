@@ -33,6 +33,12 @@ struct ValidationPoint {
   std::optional<int64_t> max_num_batched_tokens;
   std::optional<int> max_num_seqs;
   std::optional<bool> enable_chunked_prefill;
+  // SGLang only (optional columns of the same names): --max-prefill-tokens, --enable-mixed-chunk.
+  std::optional<int64_t> max_prefill_tokens;
+  std::optional<bool> enable_mixed_chunk;
+  // The `measured` column's date (YYYY-MM-DD, the first 10 characters of an ISO time); empty = unknown.
+  // Picks the aiconfigurator generator rules in force (ValidationProtocol::deployment).
+  std::string measured;
   // A disaggregated point (optional columns prefill_workers, prefill_tp, decode_workers, decode_tp,
   // topology; sim/app/validate_disagg.h); nullopt: one colocated instance at `tp`.
   std::optional<DisaggregatedPoint> disagg;
@@ -54,7 +60,25 @@ struct ValidationProtocol {
   // requests in flight than the point's concurrency, so with max_num_seqs = concurrency that many wait
   // for a free slot at all times. Request counts stay per point concurrency.
   int extra_clients = 0;
+  // Where the scheduler settings of a row without scheduler columns come from: the engine's defaults
+  // (kEngineDefaults), or the flags aiconfigurator's config generator emitted for an aggregated worker
+  // on the row's `measured` date (kAiconfigurator; generator_deployment()). Set by --deployment or the
+  // file's '# protocol:' line (deployment=engine-defaults|aiconfigurator).
+  enum class Deployment { kEngineDefaults, kAiconfigurator };
+  Deployment deployment = Deployment::kEngineDefaults;
 };
+
+// The scheduler flags aiconfigurator's generator (ai-dynamo/aiconfigurator, generator/rule_plugin/*.rule
+// and backend_templates/) gave an aggregated worker serving one point with max_batch_size = concurrency,
+// at the point's `measured` date; fields it did not set stay empty (engine default). Only for a
+// single-engine row (no dp, pp or disaggregation: the rules' agg branch) with a known date.
+struct DeploymentFlags {
+  std::optional<int64_t> max_num_batched_tokens;  // vLLM --max-num-batched-tokens, TRT-LLM max_num_tokens
+  std::optional<bool> enable_chunked_prefill;     // TRT-LLM enable_chunked_prefill
+  std::optional<int64_t> max_prefill_tokens;      // SGLang --max-prefill-tokens
+  std::optional<bool> enable_mixed_chunk;         // SGLang --enable-mixed-chunk
+};
+DeploymentFlags generator_deployment(const ValidationPoint& p);
 
 // Mean TTFT and TPOT (ms) over the finished requests whose id is >= first_id (vLLM / genai-perf
 // definitions: TTFT = first token - send; TPOT = (finish - first token) / (output tokens - 1)).

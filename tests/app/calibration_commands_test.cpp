@@ -100,6 +100,44 @@ TEST(ValidateCommand, SchedulerColumnsAndProtocolAreReported) {
   EXPECT_NE(d.out.find("engine default scheduler settings, 1 extra client(s) (H1)"), std::string::npos) << d.out;
 }
 
+TEST(ValidateCommand, DeploymentComesFromTheProtocolLineOrTheCommandLine) {
+  const std::string p = write_temp("v_deploy.csv",
+                                   "# protocol: warmup_per_slot=0 requests_per_slot=2 deployment=aiconfigurator\n"
+                                   "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,engine,measured\n"
+                                   "models/qwen3-8b.json,h100-sxm,1,128,16,2,10,5,sglang,2026-03-02T00:00:00.000Z\n");
+  const CliResult r = run_kvsim("validate " + p);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("else aiconfigurator's generator flags at the measured date"), std::string::npos) << r.out;
+  const CliResult d = run_kvsim("validate --deployment engine-defaults " + p);
+  ASSERT_EQ(d.exit_code, 0) << d.out;
+  EXPECT_EQ(d.out.find("aiconfigurator's generator flags"), std::string::npos) << d.out;
+  const CliResult bad = run_kvsim("validate --deployment sometimes " + p);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("--deployment: unknown value 'sometimes'"), std::string::npos) << bad.out;
+  const std::string q =
+      write_temp("v_deploy_bad.csv", "# protocol: warmup_per_slot=0 requests_per_slot=2 deployment=maybe\n" +
+                                         std::string(kHeader) + "models/qwen3-8b.json,h100-sxm,1,128,16,2,10,5\n");
+  const CliResult b2 = run_kvsim("validate " + q);
+  EXPECT_EQ(b2.exit_code, 2);
+  EXPECT_NE(b2.out.find(q + ":1: protocol deployment: unknown value 'maybe'"), std::string::npos) << b2.out;
+}
+
+TEST(ValidateCommand, BadMeasuredDateAndSglangColumnOnVllmRowNameLineAndColumn) {
+  const std::string p = write_temp("v_measured.csv",
+                                   "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,measured\n"
+                                   "models/qwen3-8b.json,h100-sxm,1,128,16,1,10,5,March 2026\n");
+  const CliResult r = run_kvsim("validate " + p);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(p + ":2: column 'measured': expected a date YYYY-MM-DD"), std::string::npos) << r.out;
+  const std::string q = write_temp("v_mixed.csv",
+                                   "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,engine,enable_mixed_chunk\n"
+                                   "models/qwen3-8b.json,h100-sxm,1,128,16,1,10,5,vllm,true\n");
+  const CliResult m = run_kvsim("validate " + q);
+  EXPECT_EQ(m.exit_code, 2);
+  EXPECT_NE(m.out.find(q + ":2: column 'enable_mixed_chunk': an SGLang option on a vllm row"), std::string::npos)
+      << m.out;
+}
+
 TEST(CalibrateCommand, ReportsFitErrorPerOperator) {
   const CliResult r = run_kvsim("calibrate --gpu h100-sxm --model models/qwen3-8b.json");
   ASSERT_EQ(r.exit_code, 0) << r.out;

@@ -93,5 +93,62 @@ TEST(ValidateProtocol, EngineDefaultsIgnoreTheRowColumnsAndExtraClientsRaiseConc
   EXPECT_TRUE(s.engine.enable_chunked_prefill);
 }
 
+// aiconfigurator's generator flags by date (the rules quoted in generator_deployment's comments):
+// TRT-LLM max_num_tokens = c + isl + 1500, rounded up to 32 from 2026-01-29; vLLM's only from 2026-01-08;
+// SGLang max_prefill_tokens = isl + 1500 from 2025-12-04 and enable_mixed_chunk from 2026-01-19.
+TEST(ValidateProtocol, GeneratorDeploymentFollowsTheRulesInForceOnTheMeasuredDate) {
+  ValidationPoint p = llama_point();  // TRT-LLM, c 8, isl 1024
+  p.measured = "2025-10-20";
+  DeploymentFlags f = generator_deployment(p);
+  EXPECT_EQ(f.max_num_batched_tokens, 8 + 1024 + 1500);  // 2532, before the rounding rule
+  EXPECT_EQ(f.enable_chunked_prefill, false);
+  EXPECT_FALSE(f.max_prefill_tokens.has_value());
+  p.measured = "2026-03-01";
+  EXPECT_EQ(generator_deployment(p).max_num_batched_tokens, 2560);  // 2532 rounded up to 80 x 32
+  p.measured = "";                                                  // date unknown: engine defaults
+  EXPECT_FALSE(generator_deployment(p).max_num_batched_tokens.has_value());
+
+  p.engine = "vllm";
+  p.measured = "2026-01-07";  // the rule existed, run.sh did not pass it yet
+  EXPECT_FALSE(generator_deployment(p).max_num_batched_tokens.has_value());
+  p.measured = "2026-01-08";
+  f = generator_deployment(p);
+  EXPECT_EQ(f.max_num_batched_tokens, 2532);
+  EXPECT_FALSE(f.enable_chunked_prefill.has_value());  // vLLM keeps chunked prefill on
+
+  p.engine = "sglang";
+  p.measured = "2026-01-18";
+  f = generator_deployment(p);
+  EXPECT_EQ(f.max_prefill_tokens, 1024 + 1500);
+  EXPECT_FALSE(f.enable_mixed_chunk.has_value());
+  EXPECT_FALSE(f.max_num_batched_tokens.has_value());
+  p.measured = "2026-01-19";
+  EXPECT_EQ(generator_deployment(p).enable_mixed_chunk, true);
+  p.parallel.dp = 2;  // not the rules' single-worker agg branch
+  EXPECT_FALSE(generator_deployment(p).max_prefill_tokens.has_value());
+}
+
+TEST(ValidateProtocol, AiconfiguratorDeploymentFillsOnlyTheEmptyColumns) {
+  ValidationPoint p = llama_point();
+  p.engine = "sglang";
+  p.measured = "2026-04-01";
+  p.max_prefill_tokens = 4000;  // the row's column wins
+  ValidationProtocol proto;
+  proto.deployment = ValidationProtocol::Deployment::kAiconfigurator;
+  Scenario s = validation_scenario(p, proto, "models/hardware", "calibrated");
+  EXPECT_EQ(s.engine.max_prefill_tokens, 4000);
+  EXPECT_EQ(s.engine.enable_mixed_chunk, true);
+  EXPECT_FALSE(s.engine.max_num_batched_tokens.has_value());
+  proto.deployment = ValidationProtocol::Deployment::kEngineDefaults;
+  s = validation_scenario(p, proto, "models/hardware", "calibrated");
+  EXPECT_EQ(s.engine.max_prefill_tokens, 4000);
+  EXPECT_FALSE(s.engine.enable_mixed_chunk.has_value());
+  proto.deployment = ValidationProtocol::Deployment::kAiconfigurator;
+  proto.use_engine_columns = false;  // --engine-defaults: neither columns nor generator flags
+  s = validation_scenario(p, proto, "models/hardware", "calibrated");
+  EXPECT_FALSE(s.engine.max_prefill_tokens.has_value());
+  EXPECT_FALSE(s.engine.enable_mixed_chunk.has_value());
+}
+
 }  // namespace
 }  // namespace kvsim
