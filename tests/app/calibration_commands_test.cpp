@@ -72,15 +72,19 @@ TEST(ValidateCommand, MalformedNumberNamesLineAndColumn) {
   EXPECT_EQ(count_lines(r.out), 1);
 }
 
-TEST(ValidateCommand, BadChunkedPrefillValueNamesLineAndColumn) {
-  const std::string p = write_temp("v_chunk.csv",
-                                   "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,enable_chunked_prefill\n"
-                                   "models/qwen3-8b.json,h100-sxm,1,128,16,1,10,5,maybe\n");
+// Runs validate on `csv` (written as `name`) and expects exit 2 with "PATH" + `message` in the output.
+void expect_validate_error(const std::string& name, const std::string& csv, const std::string& message) {
+  const std::string p = write_temp(name, csv);
   const CliResult r = run_kvsim("validate " + p);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find(p + ":2: column 'enable_chunked_prefill': expected true or false (got 'maybe')"),
-            std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find(p + message), std::string::npos) << r.out;
+}
+
+TEST(ValidateCommand, BadChunkedPrefillValueNamesLineAndColumn) {
+  expect_validate_error("v_chunk.csv",
+                        "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,enable_chunked_prefill\n"
+                        "models/qwen3-8b.json,h100-sxm,1,128,16,1,10,5,maybe\n",
+                        ":2: column 'enable_chunked_prefill': expected true or false (got 'maybe')");
 }
 
 TEST(ValidateCommand, SchedulerColumnsAndProtocolAreReported) {
@@ -123,19 +127,18 @@ TEST(ValidateCommand, DeploymentComesFromTheProtocolLineOrTheCommandLine) {
 }
 
 TEST(ValidateCommand, BadMeasuredDateAndSglangColumnOnVllmRowNameLineAndColumn) {
-  const std::string p = write_temp("v_measured.csv",
-                                   "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,measured\n"
-                                   "models/qwen3-8b.json,h100-sxm,1,128,16,1,10,5,March 2026\n");
-  const CliResult r = run_kvsim("validate " + p);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find(p + ":2: column 'measured': expected a date YYYY-MM-DD"), std::string::npos) << r.out;
-  const std::string q = write_temp("v_mixed.csv",
-                                   "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,engine,enable_mixed_chunk\n"
-                                   "models/qwen3-8b.json,h100-sxm,1,128,16,1,10,5,vllm,true\n");
-  const CliResult m = run_kvsim("validate " + q);
-  EXPECT_EQ(m.exit_code, 2);
-  EXPECT_NE(m.out.find(q + ":2: column 'enable_mixed_chunk': an SGLang option on a vllm row"), std::string::npos)
-      << m.out;
+  expect_validate_error("v_measured.csv",
+                        "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,measured\n"
+                        "models/qwen3-8b.json,h100-sxm,1,128,16,1,10,5,March 2026\n",
+                        ":2: column 'measured': expected a date YYYY-MM-DD");
+  expect_validate_error("v_month.csv",
+                        "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,measured\n"
+                        "models/qwen3-8b.json,h100-sxm,1,128,16,1,10,5,2026-13-01\n",
+                        ":2: column 'measured': expected a date YYYY-MM-DD");
+  expect_validate_error("v_mixed.csv",
+                        "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,engine,enable_mixed_chunk\n"
+                        "models/qwen3-8b.json,h100-sxm,1,128,16,1,10,5,vllm,true\n",
+                        ":2: column 'enable_mixed_chunk': an SGLang option on a vllm row");
 }
 
 TEST(CalibrateCommand, ReportsFitErrorPerOperator) {
