@@ -23,9 +23,14 @@ ParallelPlan resolve_parallel_plan(const EngineSettings& e, const GpuSpec& gpu, 
   p.tp = e.tensor_parallel_size;
   p.dp = e.data_parallel_size;
   p.pp = e.pipeline_parallel_size;
-  p.expert_parallel = e.enable_expert_parallel;
+  p.expert_parallel = e.enable_expert_parallel || e.expert_parallel_size > 0;
+  p.ep = e.expert_parallel_size;
   p.all2all_backend = e.all2all_backend;
-  is_dispatch_combine_backend(p.all2all_backend, key + ".all2all_backend");
+  if (is_dispatch_combine_backend(p.all2all_backend, key + ".all2all_backend") && p.dp > 1 && p.ep > 0 &&
+      p.ep != p.dp * p.tp)
+    throw InputError(key + ".all2all_backend: " + p.all2all_backend + " dispatches and combines with vLLM's EP size " +
+                     "dp x tp = " + std::to_string(p.dp * p.tp) + ", not expert_parallel_size " + std::to_string(p.ep) +
+                     "; use allgather_reducescatter");
   p.gpus_per_node = e.gpus_per_node;
   const int gpus = p.tp * p.dp * p.pp;
   const bool needs_links = p.dp > 1 || p.pp > 1 || p.tp > p.gpus_per_node;

@@ -55,6 +55,9 @@ po::options_description size_options() {
     ("dp", po::value<int>()->default_value(1), "data-parallel size (attention DP: each rank its own cache; MoE experts shard over dp x tp)")
     ("pp", po::value<int>()->default_value(1), "pipeline-parallel size (layers split over stages, vLLM get_pp_indices)")
     ("enable-expert-parallel", po::bool_switch(), "expert parallelism: EP = dp x tp, whole experts per rank")
+    ("ep", po::value<int>()->default_value(0),
+     "EP size dividing dp x tp, each expert tensor-split dp x tp / ep ways (SGLang --ep-size, TensorRT-LLM "
+     "moe_expert_parallel_size; --engine sglang or trtllm); implies --enable-expert-parallel")
     ("decode-tp", po::value<int>()->default_value(0), "decode TP size for --link (default: --tp)")
     ("gpu", po::value<std::string>(), "GPU from models/hardware/ (e.g. h100-sxm): capacity and max concurrency")
     ("engine", po::value<std::string>()->default_value("vllm"), "memory rule and block size: vllm|sglang|trtllm")
@@ -146,10 +149,17 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   opt.par.dcp = vm["dcp"].as<int>();
   opt.par.dp = vm["dp"].as<int>();
   opt.par.pp = vm["pp"].as<int>();
-  opt.par.expert_parallel = vm["enable-expert-parallel"].as<bool>();
+  opt.par.ep = vm["ep"].as<int>();
+  if (opt.par.ep < 0) throw InputError("--ep must be >= 1 (got " + std::to_string(opt.par.ep) + ")");
+  opt.par.expert_parallel = vm["enable-expert-parallel"].as<bool>() || opt.par.ep > 0;
   opt.decode_tp = vm["decode-tp"].as<int>();
   if (opt.decode_tp < 0) throw InputError("--decode-tp must be >= 1");
   opt.engine = parse_engine(vm["engine"].as<std::string>(), "--engine");
+  if (opt.par.ep > 0 && opt.engine == EngineKind::kVllm && opt.par.ep != opt.par.dp * opt.par.tp)
+    throw InputError("--ep " + std::to_string(opt.par.ep) +
+                     ": vLLM's EP size is dp x tp = " + std::to_string(opt.par.dp * opt.par.tp) +
+                     " (fused_moe/config.py); a smaller one needs --engine "
+                     "sglang or trtllm");
   if (vm.count("gpu-memory-utilization")) {
     const double f = vm["gpu-memory-utilization"].as<double>();
     if (!(f > 0.0 && f <= 1.0))

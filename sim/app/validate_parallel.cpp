@@ -38,14 +38,27 @@ ParallelColumns read_parallel_columns(const CsvFile& f, size_t r, int tp) {
     else if (v != "false" && v != "0")
       throw InputError(f.where(r, *c_eep) + ": expected true or false (got '" + v + "')");
   }
+  const int64_t dp_tp = static_cast<int64_t>(c.dp) * tp;  // both <= 4096: no wrap
+  int ep = c.expert_parallel ? static_cast<int>(dp_tp) : 1;
   if (present(c_ep)) {
-    const int ep = whole(*c_ep);
-    if (ep > 1 && ep != c.dp * tp)
-      throw InputError(f.where(r, *c_ep) + ": EP size " + std::to_string(ep) + " must be dp x tp = " +
-                       std::to_string(c.dp * tp) + " (vLLM's EP size), or 1 for no expert parallelism");
-    if (ep == 1 && c.expert_parallel && c.dp * tp > 1)
+    ep = whole(*c_ep);
+    if (ep > 1 && dp_tp % ep != 0)
+      throw InputError(f.where(r, *c_ep) + ": EP size " + std::to_string(ep) +
+                       " must divide dp x tp = " + std::to_string(dp_tp) +
+                       " (each expert then tensor-split dp x tp / ep ways), or be 1 for no "
+                       "expert parallelism");
+    if (ep == 1 && c.expert_parallel && dp_tp > 1)
       throw InputError(f.where(r, *c_ep) + ": ep 1 contradicts enable_expert_parallel true");
     c.expert_parallel = c.expert_parallel || ep > 1;
+    if (ep > 1 && ep != dp_tp) c.ep = ep;
+  }
+  if (const auto c_moe_tp = f.find_column("moe_tp"); present(c_moe_tp)) {
+    const int moe_tp = whole(*c_moe_tp);
+    const int64_t layout = ep > 1 ? dp_tp / ep : dp_tp;
+    if (moe_tp != layout)
+      throw InputError(f.where(r, *c_moe_tp) + ": moe_tp " + std::to_string(moe_tp) +
+                       " contradicts the layout: dp x tp / ep = " + std::to_string(dp_tp) + " / " + std::to_string(ep) +
+                       " = " + std::to_string(layout) + " (every MoE GPU holds 1 / (moe_tp x ep) of the experts)");
   }
   if (present(c_nodes)) {
     const int nodes = whole(*c_nodes);
@@ -68,7 +81,10 @@ ParallelColumns read_parallel_columns(const CsvFile& f, size_t r, int tp) {
 std::string parallel_suffix(const ParallelColumns& c, int tp) {
   if (!c.any()) return "";
   std::string s = "  layout DP" + std::to_string(c.dp) + " x PP" + std::to_string(c.pp) + " x TP" + std::to_string(tp);
-  if (c.expert_parallel) s += ", EP" + std::to_string(c.dp * tp);
+  if (c.expert_parallel && c.ep > 0)
+    s += ", EP" + std::to_string(c.ep) + " x moe-TP" + std::to_string(c.dp * tp / c.ep);
+  else if (c.expert_parallel)
+    s += ", EP" + std::to_string(c.dp * tp);
   s += ", " + std::to_string(c.gpus_per_node.value_or(8)) + " GPUs/node";
   if (!c.all2all_backend.empty()) s += ", " + c.all2all_backend;
   return s;
@@ -79,6 +95,7 @@ std::string parallel_engine_yaml(const ParallelColumns& c) {
   if (c.dp > 1) y += "  data_parallel_size: " + std::to_string(c.dp) + "\n";
   if (c.pp > 1) y += "  pipeline_parallel_size: " + std::to_string(c.pp) + "\n";
   if (c.expert_parallel) y += "  enable_expert_parallel: true\n";
+  if (c.ep > 0) y += "  expert_parallel_size: " + std::to_string(c.ep) + "\n";
   if (c.gpus_per_node) y += "  gpus_per_node: " + std::to_string(*c.gpus_per_node) + "\n";
   if (!c.all2all_backend.empty()) y += "  all2all_backend: " + c.all2all_backend + "\n";
   return y;

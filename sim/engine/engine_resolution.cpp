@@ -64,8 +64,12 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   } catch (const InputError& err) {
     throw InputError(key + "mamba_ssm_cache_dtype: " + err.what());
   }
-  const Parallel par{e.tensor_parallel_size, 1, e.data_parallel_size, e.pipeline_parallel_size,
-                     e.enable_expert_parallel};
+  const Parallel par{e.tensor_parallel_size,
+                     1,
+                     e.data_parallel_size,
+                     e.pipeline_parallel_size,
+                     e.enable_expert_parallel || e.expert_parallel_size > 0,
+                     e.expert_parallel_size};
   try {
     check_parallel(model, par);
   } catch (const InputError& err) {
@@ -75,6 +79,18 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   if (par.pp > num_layers)
     throw InputError(key + "pipeline_parallel_size: " + std::to_string(par.pp) + " exceeds the " +
                      std::to_string(num_layers) + " layers of " + model.name + " (every stage needs a layer)");
+  const int64_t dp_tp = static_cast<int64_t>(par.dp) * par.tp;
+  if (e.expert_parallel_size > 0 && dp_tp % e.expert_parallel_size != 0)
+    throw InputError(key + "expert_parallel_size: " + std::to_string(e.expert_parallel_size) +
+                     " must divide data_parallel_size x tensor_parallel_size = " + std::to_string(dp_tp) +
+                     " (each expert is tensor-split over the rest)");
+  // vLLM's EP group is the whole DP x TP group (fused_moe/config.py FusedMoEParallelConfig.make:
+  // ep_size = flatten tp_size * dp_size); only SGLang (--ep-size) and TensorRT-LLM
+  // (moe_expert_parallel_size) split the MoE GPUs into EP x moe-TP.
+  if (e.expert_parallel_size > 0 && e.expert_parallel_size != dp_tp && kind == EngineKind::kVllm)
+    throw InputError(key + "expert_parallel_size: vLLM's EP size is data_parallel_size x tensor_parallel_size = " +
+                     std::to_string(dp_tp) + " (got " + std::to_string(e.expert_parallel_size) +
+                     "); a smaller one needs kind sglang or trtllm");
   if (expert_parallel_size(model, par) > model.num_experts && model.num_experts > 0)
     throw InputError(key + "enable_expert_parallel: EP = data_parallel_size x tensor_parallel_size = " +
                      std::to_string(par.dp * par.tp) + " exceeds the " + std::to_string(model.num_experts) +

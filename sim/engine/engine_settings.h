@@ -39,9 +39,12 @@ struct EngineSettings {
   bool scheduler_reserve_full_isl = true;
   int tensor_parallel_size = 1;
   // Parallelism beyond TP (sim/model/parallel_layout.h, sim/perf/parallel_terms.h); vLLM's names.
-  int data_parallel_size = 1;                               // DP ranks, each an engine with its own KV cache
-  int pipeline_parallel_size = 1;                           // pipeline stages of one engine
-  bool enable_expert_parallel = false;                      // EP = DP x TP for the MoE layers
+  int data_parallel_size = 1;           // DP ranks, each an engine with its own KV cache
+  int pipeline_parallel_size = 1;       // pipeline stages of one engine
+  bool enable_expert_parallel = false;  // EP = DP x TP for the MoE layers
+  // kvsim's key for SGLang's --ep-size / TensorRT-LLM's moe_expert_parallel_size: an EP size dividing
+  // DP x TP, each expert tensor-split DP x TP / EP ways (turns EP on). 0: DP x TP. Refused for kind vllm.
+  int expert_parallel_size = 0;
   std::string all2all_backend = "allgather_reducescatter";  // vLLM's default MoE communication under DP
   int gpus_per_node = 8;                                    // NVLink domain; beyond it links go through the NIC
   std::string intra_node_link = "auto";                     // hardware link name; auto: the GPU's NVLink

@@ -43,9 +43,24 @@ int64_t embedding_params(const ModelSpec& m) { return (m.tie_word_embeddings ? 1
 
 int expert_parallel_size(const ModelSpec& m, const Parallel& par) {
   if (!par.expert_parallel || m.num_experts <= 0) return 1;
+  if (par.ep > 0) return par.ep;
   const int64_t ep = static_cast<int64_t>(par.dp) * par.tp;  // check_layout bounds dp and tp; no wrap
   KVSIM_CHECK(ep >= 1 && ep <= INT32_MAX, "expert parallel size " << ep);
   return static_cast<int>(ep);
+}
+
+int moe_tensor_parallel_size(const ModelSpec& m, const Parallel& par) {
+  const int64_t gpus = static_cast<int64_t>(par.dp) * par.tp;
+  const int ep = expert_parallel_size(m, par);
+  KVSIM_CHECK(gpus % ep == 0, "EP size " << ep << " does not divide dp x tp = " << gpus);
+  return static_cast<int>(gpus / ep);
+}
+
+double expert_weight_share(const ModelSpec& m, const Parallel& par) {
+  const int ep = expert_parallel_size(m, par);
+  const double local =
+      ep > 1 && m.num_experts > 0 ? static_cast<double>(experts_per_rank(m, par)) / m.num_experts : 1.0;
+  return local / moe_tensor_parallel_size(m, par);
 }
 
 int experts_per_rank(const ModelSpec& m, const Parallel& par) {
@@ -95,10 +110,8 @@ std::vector<int64_t> weight_bytes_per_stage(const ModelSpec& m, std::optional<DT
   const double body = static_cast<double>(m.params) - static_cast<double>(embedding_params(m)) - experts;
   const int layers = static_cast<int>(m.layers.size());
   const int moe_total = moe_layers_in(m, 0, layers);
-  // The busiest expert rank: ceil(E / EP) whole experts (EP), or 1 / (DP x TP) of every expert (no EP).
-  const int ep = expert_parallel_size(m, par);
-  const double expert_share = ep > 1 ? static_cast<double>(experts_per_rank(m, par)) / m.num_experts
-                                     : 1.0 / (static_cast<double>(par.dp) * par.tp);
+  // The busiest expert rank: ceil(E / EP) experts, each split moe_tp ways (1 / (DP x TP) without EP).
+  const double expert_share = expert_weight_share(m, par);
   const std::vector<StageRange> stages = pipeline_stages(layers, par.pp);
   std::vector<int64_t> out;
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -146,9 +159,13 @@ void check_layout(const ModelSpec& m, const Parallel& par) {
   if (par.pp > layers)
     throw InputError("--pp " + std::to_string(par.pp) + " exceeds the " + std::to_string(layers) + " layers of " +
                      m.name + " (every pipeline stage needs at least one layer)");
+  const int64_t gpus = static_cast<int64_t>(par.dp) * par.tp;
+  if (par.expert_parallel && par.ep != 0 && (par.ep < 1 || gpus % par.ep != 0))
+    throw InputError("--ep " + std::to_string(par.ep) + " must divide dp x tp = " + std::to_string(gpus) +
+                     " (each expert is then tensor-split dp x tp / ep ways)");
   const int ep = expert_parallel_size(m, par);
   if (ep > m.num_experts && m.num_experts > 0)
-    throw InputError("expert parallel size " + std::to_string(ep) + " (dp x tp) exceeds the " +
+    throw InputError("expert parallel size " + std::to_string(ep) + (par.ep > 0 ? "" : " (dp x tp)") + " exceeds the " +
                      std::to_string(m.num_experts) + " experts of " + m.name);
 }
 

@@ -35,11 +35,16 @@ std::vector<StageRange> pipeline_stages(int num_layers, int pp);
 // the LM head costs nothing there).
 ModelSpec stage_model(const ModelSpec& model, const StageRange& stage, bool last);
 
-// EP size: DP x TP with enable_expert_parallel and a MoE model, else 1.
+// EP size: par.ep (DP x TP when 0) with enable_expert_parallel and a MoE model, else 1.
 int expert_parallel_size(const ModelSpec& model, const Parallel& par);
+// The ways each expert is tensor-split: DP x TP / EP (1 under vLLM's EP, DP x TP without EP).
+int moe_tensor_parallel_size(const ModelSpec& model, const Parallel& par);
 // Experts on the busiest EP rank: ceil(E / EP) (determine_expert_map gives the remainder to the first
 // ranks). E when EP is 1.
 int experts_per_rank(const ModelSpec& model, const Parallel& par);
+// The share of one MoE layer's expert weights on the busiest GPU: ceil(E / EP) / E / moe_tp, i.e.
+// 1 / (DP x TP) without EP and ceil(E / EP) / E under vLLM's EP. Sizing and both latency models read it.
+double expert_weight_share(const ModelSpec& model, const Parallel& par);
 
 // Parameters of the routed experts (moe layers x E x 3 x hidden x moe_intermediate_size) and of the
 // embedding table plus LM head (one table when tied).
@@ -63,7 +68,7 @@ int64_t pipeline_kv_blocks(const ModelSpec& model, int block_size, DType kv, con
 int64_t pipeline_kv_bytes_per_token(const ModelSpec& model, DType kv, const Parallel& par);
 
 // Throws InputError naming the flag when the layout cannot be built (PP above the layer count, EP above
-// the expert count, sizes < 1). Wraps check_parallel for TP and DCP.
+// the expert count or not dividing dp x tp, sizes < 1). Wraps check_parallel for TP and DCP.
 void check_layout(const ModelSpec& model, const Parallel& par);
 
 }  // namespace kvsim

@@ -35,13 +35,17 @@ DType resolve_kv_dtype(const ModelSpec& spec, const std::string& text, const std
 
 // Per-rank shard of the model: tensor parallel `tp`, decode context parallel `dcp`; and the layout
 // beyond TP (sim/model/parallel_layout.h): attention data parallel `dp`, pipeline stages `pp`, and
-// vLLM's enable_expert_parallel (EP = dp x tp). The defaults are one GPU group without DP, PP or EP.
+// vLLM's enable_expert_parallel (EP = dp x tp), or an EP size `ep` that divides dp x tp with each expert
+// tensor-split dp x tp / ep ways inside its EP group (SGLang --ep-size, TensorRT-LLM
+// moe_expert_parallel_size x moe_tensor_parallel_size; vLLM has no such layout). The defaults are one GPU
+// group without DP, PP or EP.
 struct Parallel {
   int tp = 1;
   int dcp = 1;
   int dp = 1;
   int pp = 1;
   bool expert_parallel = false;
+  int ep = 0;  // with expert_parallel: the EP size; 0 = dp x tp (vLLM's)
 };
 // Throws InputError when tp (or dcp) does not divide the heads where it must.
 void check_parallel(const ModelSpec& spec, const Parallel& par);

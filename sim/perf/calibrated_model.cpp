@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "sim/core/errors.h"
+#include "sim/model/parallel_layout.h"
 #include "sim/perf/cuda_graph.h"
 
 namespace kvsim {
@@ -167,21 +168,19 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   if (moe_layers_ > 0) {
     num_experts_ = m.num_experts;
     topk_ = std::clamp(m.experts_per_token, 1, m.num_experts);
-    moe_inter_ = static_cast<double>(m.moe_intermediate_size) / tp_;
-    expert_bytes_ = 3.0 * h * moe_inter_ * wb;
-    // MoE layers shard over all DP x TP GPUs (fused_moe/config.py FusedMoEParallelConfig.make).
-    const int ep = parallel.expert_parallel ? parallel.dp * tp : 1;
-    if (ep > 1)
-      expert_bytes_ = 3.0 * h * static_cast<double>(m.moe_intermediate_size) * wb *
-                      (static_cast<double>((num_experts_ + ep - 1) / ep) / num_experts_);
-    else if (parallel.dp > 1)
-      expert_bytes_ = 3.0 * h * static_cast<double>(m.moe_intermediate_size) / (tp_ * parallel.dp) * wb;
+    // MoE layers shard over all DP x TP GPUs (fused_moe/config.py FusedMoEParallelConfig.make): each
+    // expert tensor-split moe_tp ways (TP for plain TP, 1 under vLLM's EP), EP ranks holding E / EP of
+    // them; each touched expert costs its share on the busiest GPU.
+    const Parallel layout = parallel.layout(tp);
+    moe_ep_ = expert_parallel_size(m, layout);
+    moe_inter_ = static_cast<double>(m.moe_intermediate_size) / moe_tensor_parallel_size(m, layout);
+    expert_bytes_ = 3.0 * h * static_cast<double>(m.moe_intermediate_size) * wb * expert_weight_share(m, layout);
     // The measured fused-MoE table of the experts' dtype (FP8 rows for FP8 experts, else BF16 rows with
     // the query's own SOL), at balanced routing's tokens per expert (moe_table.h). NVFP4 and INT4 tables
     // store 4.5 and 4.125 bits per weight (E4M3 scale per 16; a BF16 scale per group of 128, the GPTQ /
-    // Marlin default); the query then scales by its own format's bytes. Only for plain TP: the tables'
-    // moe_ep = 1 rows do not describe expert or data parallel shards, which keep the fitted form.
-    if (ep == 1 && parallel.dp == 1) {
+    // Marlin default); the query then scales by its own format's bytes. Any layout: the experts see the
+    // tokens of every DP rank, the EP rows (moe_ep > 1) measure a rank's share of the experts.
+    {
       if (fp8_weights && !tables.moe_fp8.empty()) {
         moe_table_ = MoeTable(tables.moe_fp8, {g.fp8_flops, g.hbm_bandwidth, 1.0});
       } else if (is_fp4(weight_dtype) && g.fp4_flops > 0 && !tables.moe_nvfp4.empty()) {
@@ -312,12 +311,12 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
   r.lm_head_s = lm_head_curve_(static_cast<double>(b.num_decode_requests + b.num_prefill_requests));
   if (moe_layers_ > 0) {
     if (!moe_table_.empty()) {
-      const MoeShape q{hidden_, moe_inter_, topk_, num_experts_};
-      r.moe_s = moe_layers_ * moe_table_.seconds(n, q, weight_peak_);
+      const MoeShape q{hidden_, moe_inter_, topk_, num_experts_, moe_ep_};
+      r.moe_s = moe_layers_ * moe_table_.seconds(n * dp_, q, weight_peak_);
     } else {
       // The experts see the tokens of every DP rank (each assumed as large as this one).
       const double bytes = experts_touched(n * dp_, topk_, num_experts_) * expert_bytes_ + 4.0 * n * hidden_;
-      const double flops = 6.0 * n * topk_ * hidden_ * moe_inter_;
+      const double flops = 6.0 * n * dp_ * topk_ * hidden_ * moe_inter_ / moe_ep_;  // 6 n k h I / TP per GPU
       r.moe_s = moe_layers_ * (moe_fit_.per_call_s + moe_fit_.per_byte_s * bytes + moe_fit_.per_flop_s * flops);
     }
   }

@@ -132,7 +132,8 @@ class CalibratedLatencyModel final : public ILatencyModel {
   double indexer_bytes_per_token_ = 0;  // indexer key bytes read per context token
   int moe_layers_ = 0;
   int num_experts_ = 0, topk_ = 0;
-  double expert_bytes_ = 0, moe_inter_ = 0;
+  double expert_bytes_ = 0, moe_inter_ = 0;  // moe_inter_: per GPU, after the moe-TP split
+  int moe_ep_ = 1;                           // EP size
   MoeFit moe_fit_;
   int state_layers_ = 0;
   double state_bytes_per_request_ = 0, state_flops_per_token_ = 0;

@@ -12,22 +12,21 @@ namespace kvsim {
 double tokens_per_expert(double n, int k, int e) { return e > 0 ? n * k / e : 0.0; }
 
 double moe_sol_seconds(double n, const MoeShape& s, const PeakRates& peak) {
-  const double flops = 6.0 * n * s.topk * s.hidden * s.inter;
-  const double touched = std::min(static_cast<double>(s.num_experts), n * s.topk);
+  const double ep = std::max(s.ep, 1);
+  const double flops = 6.0 * n * s.topk * s.hidden * s.inter / ep;
+  const double touched = std::min(static_cast<double>(s.num_experts), n * s.topk) / ep;
   const double bytes = touched * 3.0 * s.hidden * s.inter * peak.operand_bytes + 4.0 * n * s.hidden * 2.0;
   return std::max(flops / peak.flops, bytes / peak.bytes_per_s);
 }
 
 MoeTable::MoeTable(const std::vector<MoePoint>& points, const PeakRates& peak) {
-  // (hidden, inter per rank, topk, experts) -> tokens -> seconds (ordered: iteration reaches results).
-  std::map<std::tuple<double, double, int, int>, std::map<double, double>> rows;
-  for (const auto& p : points) {
-    if (p.moe_ep != 1) continue;
-    rows[{p.hidden, p.inter / p.moe_tp, p.topk, p.num_experts}][p.num_tokens] = p.seconds;
-  }
+  // (hidden, inter per rank, topk, experts, ep) -> tokens -> seconds (ordered: iteration reaches results).
+  std::map<std::tuple<double, double, int, int, int>, std::map<double, double>> rows;
+  for (const auto& p : points)
+    rows[{p.hidden, p.inter / p.moe_tp, p.topk, p.num_experts, p.moe_ep}][p.num_tokens] = p.seconds;
   for (const auto& [key, by_n] : rows) {
     Curve c;
-    c.shape = {std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key)};
+    c.shape = {std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key)};
     for (const auto& [n, s] : by_n) {
       c.log_tpe.push_back(std::log(tokens_per_expert(n, c.shape.topk, c.shape.num_experts)));
       c.util.push_back(std::min(1.0, moe_sol_seconds(n, c.shape, peak) / s));
@@ -41,7 +40,8 @@ const MoeTable::Curve& MoeTable::nearest_curve(const MoeShape& q) const {
   auto dist = [&](const MoeShape& s) {
     return std::abs(std::log(s.hidden / q.hidden)) + std::abs(std::log(s.inter / q.inter)) +
            std::abs(std::log(static_cast<double>(s.num_experts) / q.num_experts)) +
-           std::abs(std::log(static_cast<double>(s.topk) / q.topk));
+           std::abs(std::log(static_cast<double>(s.topk) / q.topk)) +
+           std::abs(std::log(static_cast<double>(s.ep) / std::max(q.ep, 1)));
   };
   const Curve* best = &shapes_.front();
   double d_best = dist(best->shape);

@@ -1,17 +1,19 @@
 #pragma once
 // MoeTable: the fused-MoE (grouped GEMM) kernel of one layer from a measured table, at the token count
 // per expert that balanced routing gives.
-//   * rows with moe_ep = 1 are grouped by shape per GPU: (hidden, inter / moe_tp, topk, num_experts);
-//   * a query takes the nearest measured shape (sum of |log ratio| over hidden, inter, experts, topk);
+//   * rows are grouped by shape per GPU: (hidden, inter / moe_tp, topk, num_experts, moe_ep);
+//   * a query takes the nearest measured shape (sum of |log ratio| over hidden, inter, experts, topk,
+//     ep): an exact shape exactly, an EP x moe-TP layout (no such rows: the collector skips them) the
+//     nearest of its EP-only and TP-only neighbours;
 //   * along that shape's rows the utilisation u = SOL / latency is interpolated linearly in
 //     log(tokens per expert), tokens per expert = num_tokens x topk / num_experts, and held beyond
 //     the measured range, so the kernel's low efficiency at a few tokens per expert is measured, not
 //     assumed;
 //   * the answer is SOL(query) / u: a measured point comes back exactly, another shape borrows the
 //     utilisation of the nearest one.
-// SOL = max(6 N k h I / peak, (touched x 3 h I x w_bytes + 4 N h x 2) / bandwidth), touched =
-// min(E, N x k) experts (balanced routing, as aiconfigurator's collector routes tokens), w_bytes the
-// stored bytes per expert weight. Utilisation is capped at 1.
+// SOL = max(6 N k h I / ep / peak, (touched x 3 h I x w_bytes + 4 N h x 2) / bandwidth), touched =
+// min(E, N x k) / ep local experts (balanced routing, as aiconfigurator's collector routes tokens),
+// w_bytes the stored bytes per expert weight. Utilisation is capped at 1.
 #include <vector>
 
 #include "sim/perf/gemm_table.h"
@@ -20,8 +22,13 @@
 namespace kvsim {
 
 struct MoeShape {
-  double hidden = 0, inter = 0;  // inter per rank (after the TP split)
+  double hidden = 0, inter = 0;  // inter per rank (after the moe-TP split)
   int topk = 0, num_experts = 0;
+  // EP size: the rank holds num_experts / ep of the experts and runs only the tokens routed to them
+  // (each expert still receives n x k / num_experts of n tokens), as the tables' moe_ep rows measure
+  // it (aiconfigurator collector/vllm/collect_moe.py: n tokens on one GPU, balanced routing over all
+  // experts, the local expert map).
+  int ep = 1;
 };
 
 // Balanced routing: each of the e experts receives n x k / e tokens.

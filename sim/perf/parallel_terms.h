@@ -4,7 +4,10 @@
 // (DP = PP = 1, no EP, TP within a node) every term is 0 and the models are unchanged.
 //
 // Layout (vLLM; sim/model/parallel_layout.h): EP = DP x TP with enable_expert_parallel; MoE layers
-// shard over all DP x TP GPUs either way (FusedMoEParallelConfig.make, fused_moe/config.py). Every
+// shard over all DP x TP GPUs either way (FusedMoEParallelConfig.make, fused_moe/config.py). SGLang's
+// --ep-size and TensorRT-LLM's moe_expert_parallel_size give an EP size below DP x TP, each expert then
+// tensor-split DP x TP / EP ways; only the gather backends price it (the dispatch / combine kernels are
+// vLLM's, whose EP is DP x TP). Every
 // DP rank is its own engine with its own batch; kvsim assumes the other DP ranks carry a batch of the
 // same size (vLLM runs DP ranks of a MoE model in lock-step, padding idle ranks with dummy batches;
 // the padding and the wait for the slowest rank are not modelled).
@@ -35,6 +38,7 @@
 // both stages are on one node, else the NIC.
 #include <string>
 
+#include "sim/model/sizing.h"
 #include "sim/perf/i_latency_model.h"
 
 namespace kvsim {
@@ -51,6 +55,7 @@ struct ParallelPlan {
   int dp = 1;
   int pp = 1;
   bool expert_parallel = false;
+  int ep = 0;  // with expert_parallel: the EP size (divides dp x tp); 0 = dp x tp (vLLM's)
   std::string all2all_backend = "allgather_reducescatter";
   // GPUs sharing NVLink; 0: all of them (one node, the models' behaviour before the layout existed).
   // The composition root sets it from engine.gpus_per_node (default 8).
@@ -58,6 +63,8 @@ struct ParallelPlan {
   LinkCost intra;  // NVLink (or the GPU's fastest peer link), per GPU per direction
   LinkCost inter;  // one NIC per GPU
   int node_size() const { return gpus_per_node > 0 ? gpus_per_node : dp * pp * tp; }
+  // The layout as sizing states it (sim/model/parallel_layout.h), with TP `tp_size`.
+  Parallel layout(int tp_size) const { return {tp_size, 1, dp, pp, expert_parallel, ep}; }
 };
 
 // vLLM's all2all_backend names; true for those that dispatch and combine (all-to-all), false for
@@ -70,7 +77,7 @@ class ParallelTerms {
   // hidden and topk of the model; moe_layers: its MoE layers (on this stage).
   ParallelTerms(const ParallelPlan& plan, double hidden, int topk, int num_experts, int moe_layers);
 
-  // EP size (DP x TP with EP on a MoE model, else 1).
+  // EP size (plan.ep, or DP x TP, with EP on a MoE model, else 1).
   int ep() const { return ep_; }
   // Bytes one GPU sends per token per MoE layer in the dispatch (the same again in the combine):
   // h * a * k * (EP - 1) / EP. 0 unless the backend dispatches and combines with EP > 1.

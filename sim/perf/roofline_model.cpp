@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/core/errors.h"
+#include "sim/model/parallel_layout.h"
 
 namespace kvsim {
 namespace {
@@ -129,13 +130,8 @@ RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g,
     }
     weight_bytes_fixed_ = ((non_expert - vh) * wb + vh * 2.0) / tp_;
     // MoE layers shard over all DP x TP GPUs (fused_moe/config.py FusedMoEParallelConfig.make): 1/(DP x TP)
-    // of every expert, or with EP ceil(E / EP) whole experts, i.e. that share of every expert's bytes.
-    const int ep = parallel.expert_parallel ? parallel.dp * tp : 1;
-    if (ep > 1)
-      expert_bytes_per_layer_ =
-          expert_params * wb * (static_cast<double>((m.num_experts + ep - 1) / ep) / m.num_experts);
-    else
-      expert_bytes_per_layer_ = expert_params * wb / (tp_ * parallel.dp);
+    // of every expert, or with EP ceil(E / EP) experts split DP x TP / EP ways (expert_weight_share).
+    expert_bytes_per_layer_ = expert_params * wb * expert_weight_share(m, parallel.layout(tp));
   } else {
     moe_layers_ = 0;
     // Every weight read once, except the embedding table (only looked up): the LM head (the tied

@@ -206,6 +206,7 @@ const std::set<std::string> kEngineKeys = {"kind",
                                            "data_parallel_size",
                                            "pipeline_parallel_size",
                                            "enable_expert_parallel",
+                                           "expert_parallel_size",
                                            "all2all_backend",
                                            "gpus_per_node",
                                            "intra_node_link",
@@ -337,6 +338,9 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
         static_cast<int>(r.integer(n["pipeline_parallel_size"], k("pipeline_parallel_size"), 1, 1024));
   if (n["enable_expert_parallel"])
     e.enable_expert_parallel = r.boolean(n["enable_expert_parallel"], k("enable_expert_parallel"));
+  if (n["expert_parallel_size"])
+    e.expert_parallel_size =
+        static_cast<int>(r.integer(n["expert_parallel_size"], k("expert_parallel_size"), 1, 1 << 22));
   if (n["all2all_backend"]) {
     e.all2all_backend = r.str(n["all2all_backend"], k("all2all_backend"));
     try {

@@ -82,6 +82,33 @@ TEST(ValidateParallel, DpPointRunsAsDpRanksBehindTheLoadBalancer) {
   EXPECT_GT(r.engine.layout.num_blocks, one.engine.layout.num_blocks);
 }
 
+// aiconfigurator's SGLang / TensorRT-LLM rows record EP x moe-TP layouts: tp 4, ep 2, moe_tp 2 is
+// --tp 4 --ep-size 2, each expert split 4 / 2 = 2 ways. It becomes expert_parallel_size 2 and runs.
+TEST(ValidateParallel, EpTimesMoeTpRowBecomesExpertParallelSize) {
+  const auto ps = read_validation_points(
+      write_temp("vp_moe_tp.csv",
+                 "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,engine,ep,moe_tp,enable_expert_parallel\n"
+                 "models/qwen3-30b-a3b.json,h100-sxm,4,256,8,2,50,5,sglang,2,2,1\n"),
+      "models/hardware");
+  ASSERT_EQ(ps.size(), 1u);
+  EXPECT_TRUE(ps[0].parallel.expert_parallel);
+  EXPECT_EQ(ps[0].parallel.ep, 2);
+  EXPECT_EQ(parallel_suffix(ps[0].parallel, 4), "  layout DP1 x PP1 x TP4, EP2 x moe-TP2, 8 GPUs/node");
+  const Scenario s = validation_scenario(ps[0], two_requests_per_client(), "models/hardware", "calibrated");
+  EXPECT_EQ(s.engine.expert_parallel_size, 2);
+  const SimulationResult r = run_simulation(s);
+  ASSERT_EQ(r.collector->requests().size(), 4u);
+  for (const RequestRow& q : r.collector->requests()) EXPECT_TRUE(q.finished);
+  // ep = dp x tp is vLLM's EP: no expert_parallel_size key.
+  const auto full =
+      read_validation_points(write_temp("vp_full_ep.csv",
+                                        "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,engine,ep,moe_tp\n"
+                                        "models/qwen3-30b-a3b.json,h100-sxm,4,256,8,2,50,5,vllm,4,1\n"),
+                             "models/hardware");
+  EXPECT_EQ(full.at(0).parallel.ep, 0);
+  EXPECT_EQ(parallel_engine_yaml(full.at(0).parallel), "  enable_expert_parallel: true\n");
+}
+
 TEST(ValidateParallel, PipelineAndMultiNodeTpPointsRun) {
   const ValidationPoint pp = point("vp_pp.csv", "models/qwen3-8b.json,h100-sxm,2,256,8,2,50,5,,2,,");
   const SimulationResult rp =

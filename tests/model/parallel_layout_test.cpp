@@ -89,6 +89,29 @@ TEST(WeightsPerGpu, UnevenExpertSplitLoadsTheBusiestRank) {
   EXPECT_EQ(weight_bytes_per_gpu(m, DType::kBf16, Parallel{2, 1, 3, 1, false}), 34825216);
 }
 
+TEST(WeightsPerGpu, EpTimesMoeTpSplitsEachExpertInsideItsEpGroup) {
+  const ModelSpec m = toy_moe();
+  // DP 3 x TP 2 = 6 GPUs, EP 3 (SGLang --ep-size / TensorRT-LLM moe_expert_parallel_size): moe-TP 6 / 3 = 2,
+  // ceil(8 / 3) = 3 experts on the busiest EP rank, each split 2 ways: 3 / 8 / 2 = 3 / 16 of the experts.
+  // 2 x (9,024,000 + 50,331,648 x 3 / 16) = 2 x (9,024,000 + 9,437,184) = 36,922,368.
+  const Parallel ep3{2, 1, 3, 1, true, 3};
+  EXPECT_EQ(expert_parallel_size(m, ep3), 3);
+  EXPECT_EQ(moe_tensor_parallel_size(m, ep3), 2);
+  EXPECT_EQ(experts_per_rank(m, ep3), 3);
+  EXPECT_DOUBLE_EQ(expert_weight_share(m, ep3), 3.0 / 16);
+  EXPECT_EQ(weight_bytes_per_gpu(m, DType::kBf16, ep3), 36922368);
+  // EP 2 x moe-TP 3: 4 experts a rank split 3 ways, 4 / 8 / 3 = 1 / 6, as the plain DP x TP split.
+  const Parallel ep2{2, 1, 3, 1, true, 2};
+  EXPECT_EQ(moe_tensor_parallel_size(m, ep2), 3);
+  EXPECT_EQ(weight_bytes_per_gpu(m, DType::kBf16, ep2), 34825216);
+  // TP 4, EP 2 x moe-TP 2: dense 18,048,000 / 4 = 4,512,000; experts 4 / 8 / 2 = 1 / 4 of 50,331,648 =
+  // 12,582,912; x 2 bytes = 34,189,824.
+  EXPECT_EQ(weight_bytes_per_gpu(m, DType::kBf16, Parallel{4, 1, 1, 1, true, 2}), 34189824);
+  // ep 0 is vLLM's EP = DP x TP; moe-TP 1.
+  EXPECT_EQ(moe_tensor_parallel_size(m, Parallel{2, 1, 3, 1, true}), 1);
+  EXPECT_EQ(moe_tensor_parallel_size(m, Parallel{2, 1, 3, 1, false}), 6);
+}
+
 TEST(WeightsPerGpu, PipelineStagesHoldTheirLayersAndTheEmbeddingEnds) {
   const ModelSpec m = toy_moe();
   // PP 3 over 4 layers: [1, 2, 1]. Per layer: rest 4,000,000, experts 12,582,912; one table 1,024,000.
@@ -122,9 +145,11 @@ TEST(CheckLayout, RejectsMoreStagesThanLayersAndMoreRanksThanExperts) {
   const ModelSpec m = toy_moe();
   EXPECT_NO_THROW(check_layout(m, Parallel{1, 1, 1, 4, false}));
   EXPECT_THROW(check_layout(m, Parallel{1, 1, 1, 5, false}), InputError);
-  EXPECT_NO_THROW(check_layout(m, Parallel{2, 1, 4, 1, true}));           // EP 8 = 8 experts
-  EXPECT_THROW(check_layout(m, Parallel{2, 1, 8, 1, true}), InputError);  // EP 16 > 8 experts
-  EXPECT_NO_THROW(check_layout(m, Parallel{2, 1, 8, 1, false}));          // without EP the experts just split finer
+  EXPECT_NO_THROW(check_layout(m, Parallel{2, 1, 4, 1, true}));              // EP 8 = 8 experts
+  EXPECT_THROW(check_layout(m, Parallel{2, 1, 8, 1, true}), InputError);     // EP 16 > 8 experts
+  EXPECT_NO_THROW(check_layout(m, Parallel{2, 1, 8, 1, false}));             // without EP the experts just split finer
+  EXPECT_NO_THROW(check_layout(m, Parallel{2, 1, 3, 1, true, 3}));           // EP 3 divides dp x tp = 6
+  EXPECT_THROW(check_layout(m, Parallel{2, 1, 3, 1, true, 4}), InputError);  // EP 4 does not
 }
 
 }  // namespace

@@ -310,5 +310,42 @@ TEST(MoeTable, ExpertsUseTheMeasuredH200Kernels) {
       {{DType::kBf16, 0.30776000022888184}, {DType::kFp8, 0.18408000469207764}, {DType::kInt4, 0.5370879968007406}});
 }
 
+// Expert-parallel shards use the tables' moe_ep rows (aiconfigurator's collector: 64 tokens on one GPU,
+// balanced routing over all 128 experts, only the rank's 128 / EP experts run). Rows of
+// models/latency/h200/moe_fp8.csv at 64 tokens of Qwen3-30B-A3B's expert shape (2048, 768, top-8, 128):
+//   moe_tp 1, moe_ep 4: 0.07339199880758922 ms;  moe_tp 4, moe_ep 1: 0.07898133496443431 ms.
+// At TP 4, vLLM's EP (EP 4, whole experts) costs 48 x the EP-4 row, plain TP 48 x the moe-TP-4 row.
+TEST(MoeTable, ExpertParallelShardsUseTheMeasuredEpRows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
+  const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
+  BatchShape b;
+  b.num_tokens = b.num_decode_requests = 64;
+  b.decode_context_tokens = 64 * 1000;
+  ParallelPlan ep;
+  ep.tp = 4;
+  ep.expert_parallel = true;
+  const CalibratedLatencyModel with_ep(m, hw.gpu("h200"), 4, DType::kFp8, DType::kBf16, t, {}, {}, ep);
+  const CalibratedLatencyModel plain(m, hw.gpu("h200"), 4, DType::kFp8, DType::kBf16, t, {});
+  EXPECT_NEAR(with_ep.breakdown(b).moe_s, 48 * 0.07339199880758922e-3, 1e-12);
+  EXPECT_NEAR(plain.breakdown(b).moe_s, 48 * 0.07898133496443431e-3, 1e-12);
+  // EP 2 x moe-TP 2 (SGLang --tp 4 --ep-size 2) has no rows (the collector skips moe_tp > 1 with
+  // moe_ep > 1): it borrows the utilisation of a neighbour at equal distance, the first in shape order
+  // (inter 384, EP 1) over (inter 768, EP 2), at its own SOL: 6 n k h I / ep flops, min(E, n k) / ep
+  // experts' bytes.
+  const MoeTable table(t.moe_fp8, {hw.gpu("h200").fp8_flops, hw.gpu("h200").hbm_bandwidth, 1.0});
+  const MoeShape mixed{2048, 384, 8, 128, 2};
+  EXPECT_EQ(table.nearest(mixed).inter, 384);
+  EXPECT_EQ(table.nearest(mixed).ep, 1);
+  const PeakRates fp8{hw.gpu("h200").fp8_flops, hw.gpu("h200").hbm_bandwidth, 1.0};
+  const double flops = 6.0 * 64 * 8 * 2048 * 384 / 2;
+  const double bytes = std::min(128.0, 64.0 * 8) / 2 * 3 * 2048 * 384 * 1.0 + 4.0 * 64 * 2048 * 2;
+  EXPECT_DOUBLE_EQ(moe_sol_seconds(64, mixed, fp8), std::max(flops / fp8.flops, bytes / fp8.bytes_per_s));
+  ParallelPlan mixed_plan = ep;
+  mixed_plan.ep = 2;
+  const CalibratedLatencyModel sglang(m, hw.gpu("h200"), 4, DType::kFp8, DType::kBf16, t, {}, {}, mixed_plan);
+  EXPECT_NEAR(sglang.breakdown(b).moe_s, 48 * table.seconds(64, mixed, fp8), 1e-15);
+}
+
 }  // namespace
 }  // namespace kvsim
