@@ -219,6 +219,23 @@ TEST(SizeQuantized, GptOssWeightsFollowItsMxfp4Config) {
   EXPECT_EQ(parse_json(bf16.out, "stdout").array()[0].find("weight_bytes")->integer(), 116829156672LL * 2);
 }
 
+// SGLang --tp 4 --ep-size 2: EP 2 x moe-TP 2, 128 / 2 = 64 experts a rank, each split 2 ways, i.e. 1 / 4
+// of every expert, as the dense part: 61,064,245,248 B of BF16 weights / 4 = 15,266,061,312 B per GPU.
+// vLLM has no such layout (its EP size is dp x tp), so --engine vllm refuses it.
+TEST(SizeLayout, EpTimesMoeTpPerGpu) {
+  auto r = run_kvsim("size models/qwen3-30b-a3b.json --tp 4 --ep 2 --engine sglang --context 8192 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const JsonValue m = parse_json(r.out, "stdout").array()[0];
+  EXPECT_EQ(m.find("weight_bytes")->integer(), 61064245248LL);
+  EXPECT_EQ(m.find("per_gpu")->find("weight_bytes")->integer(), 61064245248LL / 4);
+  auto text = run_kvsim("size models/qwen3-30b-a3b.json --tp 4 --ep 2 --engine sglang --context 8192");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("ep 2 x moe-tp 2 (64 experts per rank)"), std::string::npos) << text.out;
+  auto vllm = run_kvsim("size models/qwen3-30b-a3b.json --tp 4 --ep 2 --context 8192");
+  EXPECT_EQ(vllm.exit_code, 2);
+  EXPECT_NE(vllm.out.find("vLLM's EP size is dp x tp = 4"), std::string::npos) << vllm.out;
+}
+
 TEST(SizeWarnings, ContextPastMaxPositionEmbeddingsSaysWhichRopeScaling) {
   // Gemma-2-9B's shape: 8,192 positions, no rope_scaling. 131,072 / 8,192 = factor 16.
   const std::string p = write_config("gemma-2-9b.json", R"({"model_type": "gemma2", "hidden_size": 3584,
