@@ -85,8 +85,10 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
                      " must divide data_parallel_size x tensor_parallel_size = " + std::to_string(dp_tp) +
                      " (each expert is tensor-split over the rest)");
   // vLLM's EP group is the whole DP x TP group (fused_moe/config.py FusedMoEParallelConfig.make:
-  // ep_size = flatten tp_size * dp_size); only SGLang (--ep-size) and TensorRT-LLM
-  // (moe_expert_parallel_size) split the MoE GPUs into EP x moe-TP.
+  // ep_size = flatten tp_size * dp_size); only SGLang (--ep-size; python/sglang/srt/server_args.py:
+  // tp_size must be divisible by ep_size, moe_tp_size = tp_size // ep_size) and TensorRT-LLM
+  // (tensorrt_llm/llmapi/llm_args.py moe_expert_parallel_size / moe_tensor_parallel_size) split the MoE
+  // GPUs into EP x moe-TP.
   if (e.expert_parallel_size > 0 && e.expert_parallel_size != dp_tp && kind == EngineKind::kVllm)
     throw InputError(key + "expert_parallel_size: vLLM's EP size is data_parallel_size x tensor_parallel_size = " +
                      std::to_string(dp_tp) + " (got " + std::to_string(e.expert_parallel_size) +

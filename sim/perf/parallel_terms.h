@@ -29,9 +29,13 @@
 //   With DP = 1 there is no all-to-all: vLLM uses its all-to-all kernels only when DP > 1
 //   (use_all2all_kernels); TP-only EP combines through the TP all-reduce already priced.
 //
-// TP across nodes (TP > GPUs per node): the two all-reduces per layer are rings through each GPU's
-// NIC: t = alpha_nic + 2 (TP - 1) / TP * N * h * 2 / bw_nic (nccl-tests PERFORMANCE.md: all-reduce
-// bus bandwidth = algorithm bandwidth x 2 (n - 1) / n; across nodes the bus bandwidth is the NIC's).
+// TP across nodes (TP > GPUs per node G): the two all-reduces per layer are NCCL rings over the TP
+// ranks (nccl-tests PERFORMANCE.md: all-reduce bus bandwidth = algorithm bandwidth x 2 (n - 1) / n).
+// Each GPU sends 2 (TP - 1) / TP * S bytes around the ring; NCCL runs one ring per channel and
+// spreads the channels over the node's G NICs (one per GPU), so a node's inter-node share leaves
+// through G NICs at once while every byte still crosses each GPU's NVLink:
+//   t = alpha_nic + 2 (TP - 1) / TP * S / min(bw_nvlink, G * bw_nic),  S = N * h * 2.
+// (Until this stop the ring was priced on one NIC, G times too slow for the bandwidth term.)
 //
 // Pipeline send between stages (vLLM IntermediateTensors of the decoder models: hidden_states and
 // residual, BF16): 2 * m * h * 2 bytes per boundary for a micro-batch of m tokens, over NVLink when

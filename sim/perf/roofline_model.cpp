@@ -152,10 +152,12 @@ RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g,
   plan.tp = tp;
   parallel_ = ParallelTerms(plan, h, experts_per_token_, num_experts_, moe_layers_);
   if (parallel_.tp_crosses_nodes()) {
-    // TP beyond one node: each all-reduce is a ring through the GPUs' NICs (parallel_terms.h).
+    // TP beyond one node: each all-reduce is an NCCL ring over NVLink and the node's NICs (parallel_terms.h),
+    // linear in the bytes: a latency plus h x 2 bytes a token.
     const double all_reduces = 2.0 * static_cast<double>(m.layers.size());
-    allreduce_fixed_s_ = all_reduces * plan.inter.latency_s;
-    allreduce_per_token_s_ = all_reduces * 2.0 * (tp_ - 1.0) / tp_ * h * 2.0 / plan.inter.bandwidth;
+    const double alpha = parallel_.cross_node_allreduce_seconds(0);
+    allreduce_fixed_s_ = all_reduces * alpha;
+    allreduce_per_token_s_ = all_reduces * (parallel_.cross_node_allreduce_seconds(h * 2.0) - alpha);
   }
 }
 

@@ -121,11 +121,18 @@ BatchShape decode_batch(int n) {
 }
 
 TEST(MultiNodeTp, AllReduceRunsThroughTheNic) {
-  // TP 16 over 8-GPU nodes: two all-reduces per layer, each a ring through the GPUs' NICs:
-  // 17 us + 2 x 15/16 x (100 tokens x 1024 x 2 B) / 35 GB/s; 4 layers.
+  // TP 16 over 8-GPU nodes: two all-reduces per layer, each an NCCL ring whose channels leave the node
+  // through its 8 NICs at once (8 x 35 = 280 GB/s, below NVLink's 360 GB/s, so the NICs bound it):
+  // 17 us + 2 x 15/16 x (100 tokens x 1024 x 2 B) / 280 GB/s; 4 layers.
   const RooflineLatencyModel m(tiny_model(), toy_gpu(), 16, DType::kBf16, DType::kBf16, {},
                                hgx_plan(16, 1, false, "naive"));
-  const double per = 17e-6 + 2.0 * 15 / 16 * (100 * 1024 * 2.0) / 35e9;
+  const double per = 17e-6 + 2.0 * 15 / 16 * (100 * 1024 * 2.0) / 280e9;
+  // With a NIC faster than NVLink / 8 the ring is NVLink-bound: 360 GB/s.
+  ParallelPlan fast = hgx_plan(16, 1, false, "naive");
+  fast.inter = {100e9, 17e-6};
+  const RooflineLatencyModel nvlink_bound(tiny_model(), toy_gpu(), 16, DType::kBf16, DType::kBf16, {}, fast);
+  EXPECT_NEAR(nvlink_bound.breakdown(decode_batch(100)).allreduce_s,
+              8 * (17e-6 + 2.0 * 15 / 16 * (100 * 1024 * 2.0) / 360e9), 1e-12);
   EXPECT_NEAR(m.breakdown(decode_batch(100)).allreduce_s, 8 * per, 1e-12);
   // TP 8 stays on the GPU's NVLink (100 GB/s here) with the 5 us custom all-reduce, as before.
   const RooflineLatencyModel in_node(tiny_model(), toy_gpu(), 8, DType::kBf16, DType::kBf16, {},
