@@ -12,6 +12,7 @@
 #include "sim/core/errors.h"
 #include "sim/core/units.h"
 #include "sim/model/config_reader.h"
+#include "sim/model/parallel_layout.h"
 #include "sim/perf/calibrated_model.h"
 #include "sim/scenario/hardware_catalog.h"
 
@@ -155,11 +156,10 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   opt.decode_tp = vm["decode-tp"].as<int>();
   if (opt.decode_tp < 0) throw InputError("--decode-tp must be >= 1");
   opt.engine = parse_engine(vm["engine"].as<std::string>(), "--engine");
-  if (opt.par.ep > 0 && opt.engine == EngineKind::kVllm && opt.par.ep != opt.par.dp * opt.par.tp)
-    throw InputError("--ep " + std::to_string(opt.par.ep) +
-                     ": vLLM's EP size is dp x tp = " + std::to_string(opt.par.dp * opt.par.tp) +
-                     " (fused_moe/config.py); a smaller one needs --engine "
-                     "sglang or trtllm");
+  if (opt.par.ep > 0) {
+    const std::string why = explicit_ep_problem(opt.par.ep, static_cast<int64_t>(opt.par.dp) * opt.par.tp, opt.engine);
+    if (!why.empty()) throw InputError("--ep " + std::to_string(opt.par.ep) + ": " + why);
+  }
   if (vm.count("gpu-memory-utilization")) {
     const double f = vm["gpu-memory-utilization"].as<double>();
     if (!(f > 0.0 && f <= 1.0))

@@ -216,9 +216,8 @@ void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions&
           << (layout ? ", dp " + std::to_string(opt.par.dp) + ", pp " + std::to_string(opt.par.pp) : "")
           << (layout && r.spec.num_experts > 0
                   ? ", ep " + std::to_string(expert_parallel_size(r.spec, opt.par)) +
-                        (moe_tensor_parallel_size(r.spec, opt.par) > 1 && expert_parallel_size(r.spec, opt.par) > 1
-                             ? " x moe-tp " + std::to_string(moe_tensor_parallel_size(r.spec, opt.par))
-                             : "") +
+                        (opt.par.ep > 0 ? " x moe-tp " + std::to_string(moe_tensor_parallel_size(r.spec, opt.par))
+                                        : "") +
                         " (" + std::to_string(experts_per_rank(r.spec, opt.par)) + " experts per rank)"
                   : "")
           << "): KV " << group_digits(r.kv_bytes_per_token_per_gpu) << " B/token, state "

@@ -182,11 +182,7 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       p.measured = v.substr(0, 10);
     }
     p.disagg = read_disaggregated_columns(f, r, p.gpu, p.tp, hw, hardware_dir);
-    p.parallel = read_parallel_columns(f, r, p.tp);
-    if (p.parallel.ep > 0 && p.engine == "vllm")  // vLLM's EP group is all DP x TP GPUs (fused_moe/config.py)
-      throw InputError(f.where(r, *f.find_column("ep")) + ": EP size " + std::to_string(p.parallel.ep) +
-                       " on a vllm row: vLLM's EP size is dp x tp = " + std::to_string(p.parallel.dp * p.tp) +
-                       " (an EP x moe-TP layout is SGLang's or TensorRT-LLM's)");
+    p.parallel = read_parallel_columns(f, r, p.tp, parse_engine(p.engine, f.where(r, c_tp)));
     if (p.disagg && p.parallel.any())
       throw InputError(f.where(r, c_tp) + ": a disaggregated point with dp / pp / ep / nodes columns is not modelled");
     out.push_back(p);

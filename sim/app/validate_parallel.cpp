@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "sim/core/errors.h"
+#include "sim/model/parallel_layout.h"
 #include "sim/perf/parallel_terms.h"
 
 namespace kvsim {
@@ -12,7 +13,7 @@ constexpr int kMaxParallel = 4096;
 
 }  // namespace
 
-ParallelColumns read_parallel_columns(const CsvFile& f, size_t r, int tp) {
+ParallelColumns read_parallel_columns(const CsvFile& f, size_t r, int tp, EngineKind engine) {
   ParallelColumns c;
   auto present = [&](const std::optional<int>& col) { return col && !f.text(r, *col).empty(); };
   auto whole = [&](int col) {
@@ -42,11 +43,8 @@ ParallelColumns read_parallel_columns(const CsvFile& f, size_t r, int tp) {
   int ep = c.expert_parallel ? static_cast<int>(dp_tp) : 1;
   if (present(c_ep)) {
     ep = whole(*c_ep);
-    if (ep > 1 && dp_tp % ep != 0)
-      throw InputError(f.where(r, *c_ep) + ": EP size " + std::to_string(ep) +
-                       " must divide dp x tp = " + std::to_string(dp_tp) +
-                       " (each expert then tensor-split dp x tp / ep ways), or be 1 for no "
-                       "expert parallelism");
+    if (const std::string why = ep > 1 ? explicit_ep_problem(ep, dp_tp, engine) : ""; !why.empty())
+      throw InputError(f.where(r, *c_ep) + ": EP size " + std::to_string(ep) + ": " + why);
     if (ep == 1 && c.expert_parallel && dp_tp > 1)
       throw InputError(f.where(r, *c_ep) + ": ep 1 contradicts enable_expert_parallel true");
     c.expert_parallel = c.expert_parallel || ep > 1;

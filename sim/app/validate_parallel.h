@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 
+#include "sim/model/sizing.h"
 #include "sim/perf/csv_file.h"
 
 namespace kvsim {
@@ -35,7 +36,8 @@ struct ParallelColumns {
 };
 
 // Throws InputError "<file>:<line>: column '<name>': ..." for a bad value.
-ParallelColumns read_parallel_columns(const CsvFile& f, size_t row, int tp);
+// `engine` is the row's (an EP size below dp x tp is refused on a vllm row).
+ParallelColumns read_parallel_columns(const CsvFile& f, size_t row, int tp, EngineKind engine);
 
 // After a row with the columns: "  layout DP2 x PP1 x TP4, EP8, 8 GPUs/node, deepep_low_latency" (EP4 x
 // moe-TP2 for an EP size below dp x tp); empty

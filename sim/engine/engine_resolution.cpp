@@ -79,20 +79,11 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   if (par.pp > num_layers)
     throw InputError(key + "pipeline_parallel_size: " + std::to_string(par.pp) + " exceeds the " +
                      std::to_string(num_layers) + " layers of " + model.name + " (every stage needs a layer)");
-  const int64_t dp_tp = static_cast<int64_t>(par.dp) * par.tp;
-  if (e.expert_parallel_size > 0 && dp_tp % e.expert_parallel_size != 0)
-    throw InputError(key + "expert_parallel_size: " + std::to_string(e.expert_parallel_size) +
-                     " must divide data_parallel_size x tensor_parallel_size = " + std::to_string(dp_tp) +
-                     " (each expert is tensor-split over the rest)");
-  // vLLM's EP group is the whole DP x TP group (fused_moe/config.py FusedMoEParallelConfig.make:
-  // ep_size = flatten tp_size * dp_size); only SGLang (--ep-size; python/sglang/srt/server_args.py:
-  // tp_size must be divisible by ep_size, moe_tp_size = tp_size // ep_size) and TensorRT-LLM
-  // (tensorrt_llm/llmapi/llm_args.py moe_expert_parallel_size / moe_tensor_parallel_size) split the MoE
-  // GPUs into EP x moe-TP.
-  if (e.expert_parallel_size > 0 && e.expert_parallel_size != dp_tp && kind == EngineKind::kVllm)
-    throw InputError(key + "expert_parallel_size: vLLM's EP size is data_parallel_size x tensor_parallel_size = " +
-                     std::to_string(dp_tp) + " (got " + std::to_string(e.expert_parallel_size) +
-                     "); a smaller one needs kind sglang or trtllm");
+  if (e.expert_parallel_size > 0) {
+    const std::string why = explicit_ep_problem(e.expert_parallel_size, static_cast<int64_t>(par.dp) * par.tp, kind);
+    if (!why.empty())
+      throw InputError(key + "expert_parallel_size: " + std::to_string(e.expert_parallel_size) + ": " + why);
+  }
   if (expert_parallel_size(model, par) > model.num_experts && model.num_experts > 0)
     throw InputError(key + "enable_expert_parallel: EP = data_parallel_size x tensor_parallel_size = " +
                      std::to_string(par.dp * par.tp) + " exceeds the " + std::to_string(model.num_experts) +

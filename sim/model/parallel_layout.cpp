@@ -150,6 +150,15 @@ int64_t pipeline_kv_bytes_per_token(const ModelSpec& m, DType kv, const Parallel
   return most;
 }
 
+std::string explicit_ep_problem(int ep, int64_t dp_tp, EngineKind engine) {
+  if (ep < 1 || dp_tp % ep != 0)
+    return "must divide dp x tp = " + std::to_string(dp_tp) + " (each expert is then tensor-split dp x tp / ep ways)";
+  if (engine == EngineKind::kVllm && ep != dp_tp)
+    return "vLLM's EP size is dp x tp = " + std::to_string(dp_tp) +
+           " (fused_moe/config.py); a smaller one is SGLang's or TensorRT-LLM's";
+  return "";
+}
+
 void check_layout(const ModelSpec& m, const Parallel& par) {
   check_parallel(m, par);
   if (par.dp < 1 || par.dp > 4096)
@@ -159,10 +168,10 @@ void check_layout(const ModelSpec& m, const Parallel& par) {
   if (par.pp > layers)
     throw InputError("--pp " + std::to_string(par.pp) + " exceeds the " + std::to_string(layers) + " layers of " +
                      m.name + " (every pipeline stage needs at least one layer)");
-  const int64_t gpus = static_cast<int64_t>(par.dp) * par.tp;
-  if (par.expert_parallel && par.ep != 0 && (par.ep < 1 || gpus % par.ep != 0))
-    throw InputError("--ep " + std::to_string(par.ep) + " must divide dp x tp = " + std::to_string(gpus) +
-                     " (each expert is then tensor-split dp x tp / ep ways)");
+  if (par.expert_parallel && par.ep != 0) {
+    const std::string why = explicit_ep_problem(par.ep, static_cast<int64_t>(par.dp) * par.tp, EngineKind::kSglang);
+    if (!why.empty()) throw InputError("--ep " + std::to_string(par.ep) + ": " + why);
+  }
   const int ep = expert_parallel_size(m, par);
   if (ep > m.num_experts && m.num_experts > 0)
     throw InputError("expert parallel size " + std::to_string(ep) + (par.ep > 0 ? "" : " (dp x tp)") + " exceeds the " +

@@ -13,6 +13,7 @@
 // Sizing (weights and KV capacity per GPU) and the latency models both read this layout.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "sim/model/dtype.h"
@@ -66,6 +67,13 @@ int64_t pipeline_kv_blocks(const ModelSpec& model, int block_size, DType kv, con
                            const std::vector<int64_t>& stage_available);
 // Cache bytes per token on one GPU of the stage that stores the most (kv_bytes_per_token at PP = 1).
 int64_t pipeline_kv_bytes_per_token(const ModelSpec& model, DType kv, const Parallel& par);
+
+// Why an explicit EP size `ep` (par.ep > 0 style, before any default) cannot be built on `engine` with
+// dp x tp GPUs, or "": it must divide dp x tp, and vLLM's EP group is always all dp x tp GPUs
+// (fused_moe/config.py FusedMoEParallelConfig.make); only SGLang (--ep-size; server_args.py
+// moe_tp_size = tp_size // ep_size) and TensorRT-LLM (llm_args.py moe_expert_parallel_size x
+// moe_tensor_parallel_size) split them into EP x moe-TP. Callers prefix the flag, key or column.
+std::string explicit_ep_problem(int ep, int64_t dp_tp, EngineKind engine);
 
 // Throws InputError naming the flag when the layout cannot be built (PP above the layer count, EP above
 // the expert count or not dividing dp x tp, sizes < 1). Wraps check_parallel for TP and DCP.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/core/check.h"
 #include "sim/core/errors.h"
 
 namespace kvsim {
@@ -54,12 +55,9 @@ ParallelTerms::ParallelTerms(const ParallelPlan& plan, double hidden, int topk, 
   if (num_experts <= 0 || moe_layers <= 0) moe_layers_ = 0;
   ep_ = plan.expert_parallel && num_experts > 0 ? (plan.ep > 0 ? plan.ep : plan.dp * plan.tp) : 1;
   dispatch_combine_ = plan.dp > 1 && ep_ > 1 && is_dispatch_combine_backend(plan.all2all_backend, "all2all_backend");
-  if (dispatch_combine_ && ep_ != plan.dp * plan.tp)
-    throw InputError("all2all_backend " + plan.all2all_backend +
-                     ": the dispatch / combine kernels are vLLM's, "
-                     "whose EP size is dp x tp = " +
-                     std::to_string(plan.dp * plan.tp) + " (got EP " + std::to_string(ep_) +
-                     "); use allgather_reducescatter");
+  // resolve_parallel_plan refuses a dispatch / combine backend with an EP size below dp x tp (those are
+  // vLLM's kernels, whose EP is dp x tp), naming the key.
+  KVSIM_CHECK(!dispatch_combine_ || ep_ == plan.dp * plan.tp, "dispatch / combine with EP " << ep_);
   if (dispatch_combine_) {
     // EP peers of rank (0, 0, 0): every (d, 0, t); those on its node go over NVLink.
     int local = 0;

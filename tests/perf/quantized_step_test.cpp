@@ -332,7 +332,8 @@ TEST(MoeTable, ExpertParallelShardsUseTheMeasuredEpRows) {
   // EP 2 x moe-TP 2 (SGLang --tp 4 --ep-size 2) has no rows (the collector skips moe_tp > 1 with
   // moe_ep > 1): it borrows the utilisation of a neighbour at equal distance, the first in shape order
   // (inter 384, EP 1) over (inter 768, EP 2), at its own SOL: 6 n k h I / ep flops, min(E, n k) / ep
-  // experts' bytes.
+  // experts' bytes. At 64 tokens (4 per expert) the neighbour's row is measured:
+  //   64,2048,768,8,128,2,1 -> 0.1123413344224294 ms, u = SOL(64, inter 384, EP 1) / 0.11234 ms.
   const MoeTable table(t.moe_fp8, {hw.gpu("h200").fp8_flops, hw.gpu("h200").hbm_bandwidth, 1.0});
   const MoeShape mixed{2048, 384, 8, 128, 2};
   EXPECT_EQ(table.nearest(mixed).inter, 384);
@@ -341,10 +342,17 @@ TEST(MoeTable, ExpertParallelShardsUseTheMeasuredEpRows) {
   const double flops = 6.0 * 64 * 8 * 2048 * 384 / 2;
   const double bytes = std::min(128.0, 64.0 * 8) / 2 * 3 * 2048 * 384 * 1.0 + 4.0 * 64 * 2048 * 2;
   EXPECT_DOUBLE_EQ(moe_sol_seconds(64, mixed, fp8), std::max(flops / fp8.flops, bytes / fp8.bytes_per_s));
+  const auto sol = [&](double ep_size) {
+    const double f = 6.0 * 64 * 8 * 2048 * 384 / ep_size;
+    const double by = std::min(128.0, 64.0 * 8) / ep_size * 3 * 2048 * 384 + 4.0 * 64 * 2048 * 2;
+    return std::max(f / fp8.flops, by / fp8.bytes_per_s);
+  };
+  const double u = sol(1) / 0.1123413344224294e-3;
+  ASSERT_LT(u, 1.0);
   ParallelPlan mixed_plan = ep;
   mixed_plan.ep = 2;
   const CalibratedLatencyModel sglang(m, hw.gpu("h200"), 4, DType::kFp8, DType::kBf16, t, {}, {}, mixed_plan);
-  EXPECT_NEAR(sglang.breakdown(b).moe_s, 48 * table.seconds(64, mixed, fp8), 1e-15);
+  EXPECT_NEAR(sglang.breakdown(b).moe_s, 48 * sol(2) / u, 1e-12);
 }
 
 }  // namespace
