@@ -6,6 +6,8 @@ PROVENANCE.md. Run: python3 models/latency/make_tables.py /work/shared/calibrati
 DUMPS (optional): a folder of CSV dumps of aiconfigurator's B300 / GB300 / B200 / H200 Parquet files, named
 <system>_<table>.csv (see PROVENANCE.md for how they were made); a system whose dumps are not there is
 skipped (b300/, gb300/), b200/ then gets no MoE or all-reduce table and h200/ no FP8 GEMM or MoE table.
+The block-scaled FP8 tables (gemm_fp8_block.csv, moe_fp8_block.csv) and B200's FP8 GEMM rows need only the
+<system>_gemm.csv / <system>_moe.csv dumps of their system.
 """
 import csv
 import os
@@ -17,7 +19,7 @@ OUT = os.path.dirname(os.path.abspath(__file__))
 
 # gpu name in models/hardware -> (aiconfigurator dir, files, bf16 peak FLOP/s, HBM B/s)
 # FP8 peak of the GPUs whose GEMM file has fp8 rows (models/hardware/<gpu>.yaml fp8_flops).
-FP8_PEAK = {"h100-sxm": 1979e12, "h200": 1979e12, "b300": 4500e12, "gb300": 5000e12}
+FP8_PEAK = {"h100-sxm": 1979e12, "h200": 1979e12, "b200": 4500e12, "b300": 4500e12, "gb300": 5000e12}
 GPUS = {
     "h100-sxm": ("h100_sxm", {"gemm": "vllm_0.19.0/gemm_bf16_fp8.csv",
                               "ctx": "vllm_0.19.0/context_attention_bf16kv.csv",
@@ -67,6 +69,15 @@ if DUMPS:
         GPUS["b200"][1].update({k: os.path.join(DUMPS, v) for k, v in B200_DUMPED.items()})
     if all(os.path.exists(os.path.join(DUMPS, v)) for v in H200_DUMPED.values()):
         GPUS["h200"][1].update({k: os.path.join(DUMPS, v) for k, v in H200_DUMPED.items()})
+    # B200's FP8 GEMM rows: the same GEMM Parquet as its shared BF16 copy (gemm.csv stays that copy).
+    if os.path.exists(os.path.join(DUMPS, "b200_sxm_gemm.csv")):
+        GPUS["b200"][1]["gemm_fp8"] = os.path.join(DUMPS, "b200_sxm_gemm.csv")
+
+# Block-scaled FP8 (128 x 128 weight blocks, per-token-group activation scales: the format of DeepSeek-V3 /
+# R1, Qwen3-*-FP8, MiniMax-M2, GLM-5-FP8 checkpoints), written by block_fp8_tables() from the GEMM and MoE
+# Parquet dumps of each system whose dumps are in DUMPS: gemm_fp8_block.csv (gemm_dtype fp8_block) and
+# moe_fp8_block.csv (moe_dtype fp8_block, kernel vllm_fused_moe, balanced routing).
+BLOCK_FP8 = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "b300": "b300_sxm"}
 
 GEMM_M = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}
 CTX_BATCH = {1, 2, 8, 32, 128}
@@ -186,6 +197,33 @@ def main():
         print(gpu, "dropped as unphysical:", dropped)
 
 
+def block_fp8_tables():
+    for gpu, system in BLOCK_FP8.items():
+        peak, bw = FP8_PEAK[gpu], {**{g: v[3] for g, v in GPUS.items()}, **{g: v[3] for g, v in DUMPED.items()}}[gpu]
+        gemm = os.path.join(DUMPS, system + "_gemm.csv")
+        if os.path.exists(gemm):
+            out, dropped = [("m", "n", "k", "latency_ms")], 0
+            for r in rows(gemm):
+                if r["gemm_dtype"] != "fp8_block" or int(r["m"]) not in GEMM_M:
+                    continue
+                m, n, k, t = int(r["m"]), int(r["n"]), int(r["k"]), float(r["latency"])
+                if not physical(2 * m * n * k, m * k + n * k + 2 * m * n, t, peak, bw):
+                    dropped += 1
+                    continue
+                out.append((m, n, k, r["latency"]))
+            write(gpu, "gemm_fp8_block.csv", out)
+            print(gpu, "gemm_fp8_block dropped as unphysical:", dropped)
+        moe = os.path.join(DUMPS, system + "_moe.csv")
+        if os.path.exists(moe):
+            out = [("num_tokens", "hidden", "inter", "topk", "num_experts", "moe_tp", "moe_ep", "latency_ms")]
+            for r in rows(moe):
+                if r["moe_dtype"] != "fp8_block":
+                    continue
+                out.append((r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
+                            r["moe_tp_size"], r["moe_ep_size"], r["latency"]))
+            write(gpu, "moe_fp8_block.csv", out)
+
+
 def write(gpu, name, out):
     with open(os.path.join(OUT, gpu, name), "w", newline="") as f:
         csv.writer(f, lineterminator="\n").writerows(out)
@@ -194,3 +232,5 @@ def write(gpu, name, out):
 
 if __name__ == "__main__":
     main()
+    if DUMPS:
+        block_fp8_tables()

@@ -43,10 +43,12 @@ po::options_description size_options() {
     ("state-dtype", po::value<std::string>()->default_value("auto"),
      "recurrent state dtype: auto (vLLM's per-model rule) | bf16 | fp16 | fp32 | mixed (conv bf16, ssm fp32)")
     ("weight-dtype", po::value<std::string>()->default_value("auto"),
-     "weight dtype for weight bytes: auto|bf16|fp16|fp8|int4|mxfp4|nvfp4|fp4|fp32. auto: as the config's "
+     "weight dtype for weight bytes: auto|bf16|fp16|fp8|fp8_block|int4|mxfp4|nvfp4|fp4|fp32. auto: as the config's "
      "quantization_config stores them (fp8 blocks, mxfp4, nvfp4, compressed-tensors int4, gptq/awq; scales counted; "
      "embeddings, lm_head, norms, routers and the modules it lists as not converted stay bf16), bf16 without one. "
-     "A dtype overrides the config and puts every weight in it (mxfp4 4.25 bits, nvfp4 4.5, int4 4.125 with scales)")
+     "A dtype overrides the config and puts every weight in it (mxfp4 4.25 bits, nvfp4 4.5, int4 4.125 with scales; "
+     "fp8_block: 8 bits, --recompute prices block-scaled FP8 kernels, as it does for auto / fp8 on an fp8-block "
+     "checkpoint)")
     ("context", po::value<std::vector<int64_t>>()->composing(),
      "context length in tokens; repeat for several (default 8192, 32768, 131072)")
     ("images", po::value<int>()->default_value(0), "images per request (vision-language configs)")
@@ -103,8 +105,9 @@ void parse_image_size(const std::string& s, int* w, int* h) {
 void print_recompute_section(const SizeReport& r, const SizeOptions& opt, const std::string& hw_dir,
                              const std::vector<TierSpec>& tiers, int64_t chunk, std::ostream& out) {
   const std::string dir = latency_tables_dir(hw_dir);
-  const CalibratedLatencyModel model(r.spec, *opt.gpu, opt.par.tp, r.weight_dtype, r.kv_dtype,
-                                     load_latency_tables(dir, opt.gpu->name),
+  LatencyTables tables = load_latency_tables(dir, opt.gpu->name);
+  if (fp8_block_scaled(r.spec, opt.weight_dtype_name)) tables = with_block_fp8_rows(std::move(tables));
+  const CalibratedLatencyModel model(r.spec, *opt.gpu, opt.par.tp, r.weight_dtype, r.kv_dtype, tables,
                                      engine_overhead(dir, engine_name(opt.engine)));
   int64_t max_context = r.spec.max_position_embeddings > 0 ? r.spec.max_position_embeddings : 131072;
   for (int64_t c : opt.contexts) max_context = std::max(max_context, c);
@@ -136,7 +139,8 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   opt.kv_dtype = vm["kv-dtype"].as<std::string>();
   if (opt.kv_dtype != "auto") parse_dtype(opt.kv_dtype, "--kv-dtype");  // reject a bad name before any file is read
   opt.state_dtype = vm["state-dtype"].as<std::string>();
-  opt.weight_dtype = resolve_weight_dtype(vm["weight-dtype"].as<std::string>(), "--weight-dtype");
+  opt.weight_dtype_name = vm["weight-dtype"].as<std::string>();
+  opt.weight_dtype = resolve_weight_dtype(opt.weight_dtype_name, "--weight-dtype");
   opt.contexts =
       vm.count("context") ? vm["context"].as<std::vector<int64_t>>() : std::vector<int64_t>{8192, 32768, 131072};
   for (int64_t c : opt.contexts) {

@@ -17,7 +17,8 @@ inline constexpr int64_t kMaxContextTokens = int64_t{1} << 40;
 struct SizeOptions {
   std::string kv_dtype = "auto";  // auto: the model's default (see default_kv_dtype)
   std::string state_dtype = "auto";
-  std::optional<DType> weight_dtype;  // nullopt: as quantization_config stores the weights, else BF16
+  std::optional<DType> weight_dtype;       // nullopt: as quantization_config stores the weights, else BF16
+  std::string weight_dtype_name = "auto";  // as given; --recompute's kernels follow fp8_block_scaled (sizing.h)
   std::vector<int64_t> contexts;
   int images = 0;
   int image_width = 0, image_height = 0;

@@ -89,6 +89,8 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
   const auto c_dtype = f.find_column("dtype");
   const auto c_weight_dtype = f.find_column("weight_dtype");
   const auto c_kv_dtype = f.find_column("kv_dtype");
+  const auto c_gemm_quant = f.find_column("gemm_quant_mode");
+  const auto c_moe_quant = f.find_column("moe_quant_mode");
   const auto c_mnbt = f.find_column("max_num_batched_tokens");
   const auto c_mns = f.find_column("max_num_seqs");
   const auto c_chunk = f.find_column("enable_chunked_prefill");
@@ -150,6 +152,15 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
     if (weight_column) {
       p.dtype = f.text(r, *c_weight_dtype);
       if (p.dtype != "auto") parse_weight_dtype(p.dtype, f.where(r, *c_weight_dtype));
+    }
+    // aiconfigurator's quant-mode columns, read only to tell block-scaled FP8 apart (the other modes
+    // follow from the weight dtype): fp8_block in either runs the row's FP8 weights as fp8_block.
+    for (const auto& col : {c_gemm_quant, c_moe_quant}) {
+      if (!col || f.text(r, *col) != "fp8_block") continue;
+      if (p.dtype != "fp8" && p.dtype != "fp8_block" && p.dtype != "auto")
+        throw InputError(f.where(r, *col) + ": fp8_block contradicts the row's weight dtype '" + p.dtype +
+                         "' (fp8_block needs fp8 or auto weights)");
+      p.dtype = "fp8_block";
     }
     if (c_kv_dtype && !f.text(r, *c_kv_dtype).empty()) {
       p.kv_dtype = f.text(r, *c_kv_dtype);

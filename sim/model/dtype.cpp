@@ -66,11 +66,12 @@ DType parse_weight_dtype(const std::string& s, const std::string& what) {
   if (s == "int4") return DType::kInt4;
   if (s == "mxfp4") return DType::kMxfp4;
   if (s == "nvfp4") return DType::kNvfp4;
+  if (s == "fp8_block") return DType::kFp8;  // FP8 values; the block scales: fp8_block_scaled (sizing.h)
   try {
     return parse_dtype(s, what);
   } catch (const InputError&) {
     throw InputError(what + ": unknown weight dtype '" + s +
-                     "' (known: auto, bf16, fp16, fp8, int4, mxfp4, nvfp4, fp4, fp32)");
+                     "' (known: auto, bf16, fp16, fp8, fp8_block, int4, mxfp4, nvfp4, fp4, fp32)");
   }
 }
 

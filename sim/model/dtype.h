@@ -17,7 +17,8 @@ bool is_fp4(DType t);  // kFp4, kMxfp4, kNvfp4: served by FP4 tensor cores where
 // Parses "bf16", "bfloat16", "fp16", "float16", "half", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla",
 // "fp4", "nvfp4", "mxfp4" (both as fp4), "fp32", "float32", "float". Throws InputError naming `what` otherwise.
 DType parse_dtype(const std::string& text, const std::string& what);
-// Weight dtypes: the above plus "int4", and "mxfp4" / "nvfp4" as their own formats with scales.
+// Weight dtypes: the above plus "int4", "mxfp4" / "nvfp4" as their own formats with scales, and
+// "fp8_block" (FP8 with 128 x 128 block scales: kFp8 here, the kernels told apart by fp8_block_scaled).
 DType parse_weight_dtype(const std::string& text, const std::string& what);
 
 // Bits per weight, scales included, when every weight of a model is forced to `t` (--weight-dtype):

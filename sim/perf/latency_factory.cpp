@@ -16,6 +16,12 @@ namespace {
 
 // vLLM pads each step to its captured CUDA-graph sizes (cuda_graph.h); SGLang and TensorRT-LLM capture
 // other sizes (not modelled: no padding).
+// The calibrated model's tables for this GPU and weight format.
+LatencyTables tables_for(const LatencyModelSpec& spec, const GpuSpec& gpu) {
+  LatencyTables t = load_latency_tables(spec.tables_dir, gpu.name);
+  return spec.fp8_block_scaled ? with_block_fp8_rows(std::move(t)) : t;
+}
+
 std::vector<int64_t> capture_sizes(const LatencyModelSpec& spec) {
   if (spec.engine_kind != "vllm") return {};
   return vllm_cudagraph_capture_sizes(spec.max_num_seqs, spec.max_num_batched_tokens);
@@ -32,7 +38,7 @@ std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const
   std::optional<LatencyTables> tables;
   EngineOverhead engine;
   if (spec.name == "calibrated") {
-    tables = load_latency_tables(spec.tables_dir, gpu.name);
+    tables = tables_for(spec, gpu);
     engine = overhead_for_version(engine_overhead(spec.tables_dir, spec.engine_kind), spec.engine_version);
     overhead.fixed_s = engine.c0_s;
     overhead.per_request_s = engine.c1_s;
@@ -93,7 +99,7 @@ std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, 
     return std::make_unique<RooflineLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, block, plan,
                                                   spec.weight_bits);
   }
-  const LatencyTables tables = load_latency_tables(spec.tables_dir, gpu.name);
+  const LatencyTables tables = tables_for(spec, gpu);
   const PagedBlockTerm block =
       term ? PagedBlockTerm(model, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
   return std::make_unique<CalibratedLatencyModel>(

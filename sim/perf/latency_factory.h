@@ -33,6 +33,9 @@ struct LatencyModelSpec {
   // Bits per quantised weight, scales included, when the weights are served as the checkpoint stores
   // them (checkpoint_weight_bits); 0 = the dtype's default (weight_bits_per_element).
   double weight_bits = 0;
+  // FP8 weights with block scales (fp8_block_scaled, sizing.h): the calibrated model reads the tables'
+  // block-scaled FP8 rows (with_block_fp8_rows) where the GPU has them.
+  bool fp8_block_scaled = false;
   // DP / EP / PP and the links between GPUs (parallel_terms.h); parallel.tp is set from `tp`. PP > 1
   // builds a PipelineLatencyModel over one model per stage (pipeline_model.h).
   ParallelPlan parallel;

@@ -92,6 +92,7 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
   t.dir = dir.string();
   t.gemm = read_gemm((dir / "gemm.csv").string());
   t.gemm_fp8 = read_gemm((dir / "gemm_fp8.csv").string());
+  t.gemm_fp8_block = read_gemm((dir / "gemm_fp8_block.csv").string());
   t.context_attention = read_attention((dir / "context_attention.csv").string(), "isl");
   t.generation_attention = read_attention((dir / "generation_attention.csv").string(), "context");
   if (const std::string p = (dir / "allreduce.csv").string(); fs::exists(p)) {
@@ -102,8 +103,17 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
   }
   t.moe = read_moe((dir / "moe.csv").string());
   t.moe_fp8 = read_moe((dir / "moe_fp8.csv").string());
+  t.moe_fp8_block = read_moe((dir / "moe_fp8_block.csv").string());
   t.moe_nvfp4 = read_moe((dir / "moe_nvfp4.csv").string());
   t.moe_int4 = read_moe((dir / "moe_int4.csv").string());
+  return t;
+}
+
+LatencyTables with_block_fp8_rows(LatencyTables t) {
+  if (!t.gemm_fp8_block.empty()) t.gemm_fp8 = std::move(t.gemm_fp8_block);
+  if (!t.moe_fp8_block.empty()) t.moe_fp8 = std::move(t.moe_fp8_block);
+  t.gemm_fp8_block.clear();
+  t.moe_fp8_block.clear();
   return t;
 }
 

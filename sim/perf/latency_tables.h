@@ -37,20 +37,26 @@ struct LatencyTables {
   std::string dir;                  // the folder read, "" when none
   std::vector<GemmPoint> gemm;      // BF16 x BF16
   std::vector<GemmPoint> gemm_fp8;  // FP8 x FP8 (per-tensor scaled), gemm_fp8.csv; empty when not measured
+  // Block-scaled FP8 (128 x 128 weight blocks, per-token-group activation scales), gemm_fp8_block.csv
+  std::vector<GemmPoint> gemm_fp8_block;
   std::vector<AttentionPoint> context_attention;
   std::vector<AttentionPoint> generation_attention;
   std::vector<AllReducePoint> allreduce;
-  std::vector<MoePoint> moe;        // BF16 experts
-  std::vector<MoePoint> moe_fp8;    // FP8 experts, moe_fp8.csv; empty when not measured
-  std::vector<MoePoint> moe_nvfp4;  // NVFP4 experts (FP4 tensor cores), moe_nvfp4.csv
-  std::vector<MoePoint> moe_int4;   // INT4 weight-only experts (W4A16, Marlin), moe_int4.csv
+  std::vector<MoePoint> moe;            // BF16 experts
+  std::vector<MoePoint> moe_fp8;        // FP8 experts, moe_fp8.csv; empty when not measured
+  std::vector<MoePoint> moe_fp8_block;  // block-scaled FP8 experts, moe_fp8_block.csv
+  std::vector<MoePoint> moe_nvfp4;      // NVFP4 experts (FP4 tensor cores), moe_nvfp4.csv
+  std::vector<MoePoint> moe_int4;       // INT4 weight-only experts (W4A16, Marlin), moe_int4.csv
   bool has_gemm() const { return !gemm.empty(); }
 };
 
-// Reads <root>/<gpu>/{gemm,gemm_fp8,context_attention,generation_attention,allreduce,moe,moe_fp8}.csv. A missing folder
-// or file leaves that table empty (the model then falls back to the roofline); a malformed file is an
-// InputError naming file, line and column.
+// Reads <root>/<gpu>/{gemm,gemm_fp8,gemm_fp8_block,context_attention,generation_attention,allreduce,moe,
+// moe_fp8,moe_fp8_block,moe_nvfp4,moe_int4}.csv. A missing folder or file leaves that table empty (the model
+// then falls back to the roofline); a malformed file is an InputError naming file, line and column.
 LatencyTables load_latency_tables(const std::string& root, const std::string& gpu);
+// The tables an FP8 model with block-scaled weights runs on: the block-scaled rows stand in for the
+// per-tensor FP8 ones (gemm_fp8, moe_fp8), each where the GPU has them (else the per-tensor rows stay).
+LatencyTables with_block_fp8_rows(LatencyTables t);
 // The GPUs that have a table folder under root, sorted.
 std::vector<std::string> gpus_with_tables(const std::string& root);
 

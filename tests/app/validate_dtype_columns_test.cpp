@@ -66,8 +66,9 @@ TEST(ValidateDtypeColumns, Fp8CacheDoublesTheBlocksOfThePoint) {
 using testing::count_lines;
 using testing::run_kvsim;
 
-void expect_error(const std::string& file, const std::string& rows, const std::string& needle) {
-  const std::string p = write_temp(file, kHeader + rows);
+void expect_error(const std::string& file, const std::string& rows, const std::string& needle,
+                  const std::string& header = kHeader) {
+  const std::string p = write_temp(file, header + rows);
   const testing::CliResult r = run_kvsim("validate " + p);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_EQ(count_lines(r.out), 1) << r.out;
@@ -77,6 +78,29 @@ void expect_error(const std::string& file, const std::string& rows, const std::s
 TEST(ValidateDtypeColumns, BadValuesNameFileLineAndColumn) {
   expect_error("vdt_badkv.csv", std::string(kRow) + ",,int3\n", "column 'kv_dtype': unknown dtype 'int3'");
   expect_error("vdt_badw.csv", std::string(kRow) + ",int3,\n", "column 'weight_dtype': unknown weight dtype 'int3'");
+}
+
+// aiconfigurator's quant-mode columns: fp8_block in either runs the row's FP8 weights as block-scaled FP8
+// (the engine's weight_dtype fp8_block); other modes leave the weight dtype as the row states it; fp8_block
+// beside weights that are not FP8 is a contradiction, refused naming the column.
+TEST(ValidateDtypeColumns, Fp8BlockQuantModeRunsBlockScaledFp8) {
+  const std::string h =
+      "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,weight_dtype,gemm_quant_mode,moe_quant_mode\n";
+  const std::string r = kRow;
+  const auto ps = read_validation_points(
+      write_temp("vdt_block.csv", h + r + "fp8,fp8,fp8_block\n" + r + "fp8,fp8_block,\n" + r + "fp8,fp8,fp8\n" + r +
+                                      "nvfp4,nvfp4,nvfp4\n" + r + ",,fp8_block\n"),
+      "models/hardware");
+  ASSERT_EQ(ps.size(), 5u);
+  EXPECT_EQ(ps[0].dtype, "fp8_block");
+  EXPECT_EQ(ps[1].dtype, "fp8_block");
+  EXPECT_EQ(ps[2].dtype, "fp8");
+  EXPECT_EQ(ps[3].dtype, "nvfp4");
+  EXPECT_EQ(ps[4].dtype, "fp8_block");  // auto weights with an fp8_block mode
+  const Scenario s = validation_scenario(ps[0], ValidationProtocol{}, "models/hardware", "calibrated");
+  EXPECT_EQ(s.engine.weight_dtype, "fp8_block");
+  expect_error("vdt_block_bad.csv", r + "nvfp4,,fp8_block\n",
+               "column 'moe_quant_mode': fp8_block contradicts the row's weight dtype 'nvfp4'", h);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "sim/model/config_reader.h"
+#include "sim/model/sizing.h"
 #include "sim/perf/calibrated_model.h"
 #include "sim/perf/cuda_graph.h"
 #include "sim/perf/latency_factory.h"
@@ -144,6 +145,34 @@ TEST(QuantizedStepWeights, Fp8WeightsUseTheMeasuredH200Fp8GemmRows) {
   EXPECT_NEAR(fp8.gemm_seconds(1, 4096, 4096), 0.009324444664849175e-3, 1e-12);
   const CalibratedLatencyModel bf16(tiny_model(), hw.gpu("h200"), 1, DType::kBf16, DType::kBf16, t, {});
   EXPECT_FALSE(bf16.uses_fp8_gemm_table());
+}
+
+// Block-scaled FP8 weights (DeepSeek / Qwen3-FP8 / MiniMax checkpoints with weight_block_size) run on the
+// block rows (h200 gemm_fp8_block.csv, from the GEMM Parquet, gemm_dtype fp8_block): 4096,4096,4096 ->
+// 0.14989422427283391 ms, 1,4096,4096 -> 0.021925333473417494 ms (the per-tensor rows: 0.11836800310346816
+// and 0.009324444664849175 ms).
+TEST(QuantizedStepWeights, BlockScaledFp8WeightsUseTheBlockRows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = with_block_fp8_rows(load_latency_tables(kRoot + "/models/latency", "h200"));
+  const CalibratedLatencyModel fp8(tiny_model(), hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
+  EXPECT_TRUE(fp8.uses_fp8_gemm_table());
+  EXPECT_NEAR(fp8.gemm_seconds(4096, 4096, 4096), 0.14989422427283391e-3, 1e-12);
+  EXPECT_NEAR(fp8.gemm_seconds(1, 4096, 4096), 0.021925333473417494e-3, 1e-12);
+}
+
+// Which FP8 kernels a model's weights run (sizing.h fp8_block_scaled): DeepSeek-V3's checkpoint stores FP8
+// with weight_block_size [128, 128], so auto and fp8 (served as stored) are block-scaled; fp8 on a BF16
+// checkpoint is online per-tensor FP8; fp8_block is block-scaled on any checkpoint; bf16 is not FP8.
+TEST(QuantizedStepWeights, Fp8BlockScalingFollowsTheCheckpoint) {
+  const ModelSpec ds = read_model_config(kRoot + "/models/deepseek-v3.json");
+  const ModelSpec bf16 = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
+  EXPECT_TRUE(fp8_block_scaled(ds, "auto"));
+  EXPECT_TRUE(fp8_block_scaled(ds, "fp8"));
+  EXPECT_FALSE(fp8_block_scaled(ds, "bf16"));
+  EXPECT_FALSE(fp8_block_scaled(bf16, "auto"));
+  EXPECT_FALSE(fp8_block_scaled(bf16, "fp8"));
+  EXPECT_TRUE(fp8_block_scaled(bf16, "fp8_block"));
+  EXPECT_EQ(parse_weight_dtype("fp8_block", "weight_dtype"), DType::kFp8);
 }
 
 // The decode-attention fits come from BF16-cache tables; an FP8 cache halves the per-context-token
@@ -308,6 +337,20 @@ TEST(MoeTable, ExpertsUseTheMeasuredH200Kernels) {
   expect_moe_rows(
       "h200",
       {{DType::kBf16, 0.30776000022888184}, {DType::kFp8, 0.18408000469207764}, {DType::kInt4, 0.5370879968007406}});
+}
+
+// Block-scaled FP8 experts use the block-FP8 fused-MoE rows (h200 moe_fp8_block.csv, moe_dtype fp8_block,
+// kernel vllm_fused_moe): 64,2048,768,8,128,1,1 -> 0.18171733617782593 ms (per-tensor fp8: 0.18408 ms).
+// A 64-token step of Qwen3-30B-A3B's 48 MoE layers costs 48 x the row.
+TEST(MoeTable, BlockScaledFp8ExpertsUseTheBlockRows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = with_block_fp8_rows(load_latency_tables(kRoot + "/models/latency", "h200"));
+  const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
+  BatchShape b;
+  b.num_tokens = b.num_decode_requests = 64;
+  b.decode_context_tokens = 64 * 1000;
+  const CalibratedLatencyModel model(m, hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
+  EXPECT_NEAR(model.breakdown(b).moe_s, 48 * 0.18171733617782593e-3, 1e-12);
 }
 
 // Expert-parallel shards use the tables' moe_ep rows (aiconfigurator's collector: 64 tokens on one GPU,
