@@ -6,8 +6,8 @@ PROVENANCE.md. Run: python3 models/latency/make_tables.py /work/shared/calibrati
 DUMPS (optional): a folder of CSV dumps of aiconfigurator's B300 / GB300 / B200 / H200 Parquet files, named
 <system>_<table>.csv (see PROVENANCE.md for how they were made); a system whose dumps are not there is
 skipped (b300/, gb300/), b200/ then gets no MoE or all-reduce table and h200/ no FP8 GEMM or MoE table.
-The block-scaled FP8 tables (gemm_fp8_block.csv, moe_fp8_block.csv) and B200's FP8 GEMM rows need only the
-<system>_gemm.csv / <system>_moe.csv dumps of their system.
+The block-scaled FP8 tables (gemm_fp8_block.csv, moe_fp8_block.csv) and the NVFP4 GEMM rows (gemm_nvfp4.csv)
+need only the <system>_gemm.csv / <system>_moe.csv dumps of their system.
 """
 import csv
 import os
@@ -69,15 +69,18 @@ if DUMPS:
         GPUS["b200"][1].update({k: os.path.join(DUMPS, v) for k, v in B200_DUMPED.items()})
     if all(os.path.exists(os.path.join(DUMPS, v)) for v in H200_DUMPED.values()):
         GPUS["h200"][1].update({k: os.path.join(DUMPS, v) for k, v in H200_DUMPED.items()})
-    # B200's FP8 GEMM rows: the same GEMM Parquet as its shared BF16 copy (gemm.csv stays that copy).
-    if os.path.exists(os.path.join(DUMPS, "b200_sxm_gemm.csv")):
-        GPUS["b200"][1]["gemm_fp8"] = os.path.join(DUMPS, "b200_sxm_gemm.csv")
+    # B200's per-tensor FP8 GEMM rows (b200_sxm_gemm.csv) are not written: slower than its BF16 rows at
+    # every m (PROVENANCE.md), tested and not adopted (models/latency/README.md).
 
 # Block-scaled FP8 (128 x 128 weight blocks, per-token-group activation scales: the format of DeepSeek-V3 /
 # R1, Qwen3-*-FP8, MiniMax-M2, GLM-5-FP8 checkpoints), written by block_fp8_tables() from the GEMM and MoE
 # Parquet dumps of each system whose dumps are in DUMPS: gemm_fp8_block.csv (gemm_dtype fp8_block) and
 # moe_fp8_block.csv (moe_dtype fp8_block, kernel vllm_fused_moe, balanced routing).
 BLOCK_FP8 = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "b300": "b300_sxm"}
+# NVFP4 x NVFP4 GEMM rows (gemm_dtype nvfp4: E2M1 values with an E4M3 scale per 16, both operands) of the
+# Blackwell GEMM dumps, gemm_nvfp4.csv; physical check at the FP4 peak (models/hardware/<gpu>.yaml) with
+# 4.5 bits per A and B element and a 2-byte C.
+FP4_PEAK = {"b200": 9000e12, "b300": 14000e12}
 
 GEMM_M = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}
 CTX_BATCH = {1, 2, 8, 32, 128}
@@ -213,6 +216,18 @@ def block_fp8_tables():
                 out.append((m, n, k, r["latency"]))
             write(gpu, "gemm_fp8_block.csv", out)
             print(gpu, "gemm_fp8_block dropped as unphysical:", dropped)
+            if gpu in FP4_PEAK:
+                out, dropped = [("m", "n", "k", "latency_ms")], 0
+                for r in rows(gemm):
+                    if r["gemm_dtype"] != "nvfp4" or int(r["m"]) not in GEMM_M:
+                        continue
+                    m, n, k, t = int(r["m"]), int(r["n"]), int(r["k"]), float(r["latency"])
+                    if not physical(2 * m * n * k, 0.5625 * (m * k + n * k) + 2 * m * n, t, FP4_PEAK[gpu], bw):
+                        dropped += 1
+                        continue
+                    out.append((m, n, k, r["latency"]))
+                write(gpu, "gemm_nvfp4.csv", out)
+                print(gpu, "gemm_nvfp4 dropped as unphysical:", dropped)
         moe = os.path.join(DUMPS, system + "_moe.csv")
         if os.path.exists(moe):
             out = [("num_tokens", "hidden", "inter", "topk", "num_experts", "moe_tp", "moe_ep", "latency_ms")]

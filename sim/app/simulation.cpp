@@ -198,7 +198,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
         resolve_weight_dtype(p.engine.weight_dtype, s.path + ": " + where.engine_key + ".weight_dtype");
     lm.weight_dtype = served_weight_dtype(res.model, forced);
     if (!forced) lm.weight_bits = checkpoint_weight_bits(res.model);  // as quantization_config stores them
-    lm.fp8_block_scaled = fp8_block_scaled(res.model, p.engine.weight_dtype);
+    lm.fp8_block_scaled = fp8_block_scaled(p.engine.weight_dtype);
     lm.kv_dtype =
         resolve_kv_dtype(res.model, p.engine.kv_cache_dtype, s.path + ": " + where.engine_key + ".kv_cache_dtype");
     lm.tables_dir = latency_tables_dir(s.hardware_dir);  // <hardware_dir>/../latency (models/latency)

@@ -47,8 +47,8 @@ po::options_description size_options() {
      "quantization_config stores them (fp8 blocks, mxfp4, nvfp4, compressed-tensors int4, gptq/awq; scales counted; "
      "embeddings, lm_head, norms, routers and the modules it lists as not converted stay bf16), bf16 without one. "
      "A dtype overrides the config and puts every weight in it (mxfp4 4.25 bits, nvfp4 4.5, int4 4.125 with scales; "
-     "fp8_block: 8 bits, --recompute prices block-scaled FP8 kernels, as it does for auto / fp8 on an fp8-block "
-     "checkpoint)")
+     "fp8_block: 8 bits, and --recompute prices vLLM's block-scaled FP8 kernels; fp8 and auto use the per-tensor "
+     "FP8 rows, also on a checkpoint with weight_block_size)")
     ("context", po::value<std::vector<int64_t>>()->composing(),
      "context length in tokens; repeat for several (default 8192, 32768, 131072)")
     ("images", po::value<int>()->default_value(0), "images per request (vision-language configs)")
@@ -106,7 +106,7 @@ void print_recompute_section(const SizeReport& r, const SizeOptions& opt, const 
                              const std::vector<TierSpec>& tiers, int64_t chunk, std::ostream& out) {
   const std::string dir = latency_tables_dir(hw_dir);
   LatencyTables tables = load_latency_tables(dir, opt.gpu->name);
-  if (fp8_block_scaled(r.spec, opt.weight_dtype_name)) tables = with_block_fp8_rows(std::move(tables));
+  if (fp8_block_scaled(opt.weight_dtype_name)) tables = with_block_fp8_rows(std::move(tables));
   const CalibratedLatencyModel model(r.spec, *opt.gpu, opt.par.tp, r.weight_dtype, r.kv_dtype, tables,
                                      engine_overhead(dir, engine_name(opt.engine)));
   int64_t max_context = r.spec.max_position_embeddings > 0 ? r.spec.max_position_embeddings : 131072;

@@ -24,6 +24,8 @@ struct ValidationPoint {
   // `dtype` column (bf16, fp16, fp8, fp4), else "auto" (the checkpoint's quantization_config, else BF16).
   std::string dtype = "auto";
   std::string kv_dtype = "auto";  // the `kv_dtype` column (bf16, fp8, ...); empty or auto: engine default
+  // gemm_quant_mode or moe_quant_mode is fp8_block (block-scaled FP8 weights; --fp8-block-columns).
+  bool fp8_block = false;
   int tp = 1;
   int64_t isl = 0, osl = 0;
   int concurrency = 0;
@@ -60,6 +62,8 @@ struct ValidationProtocol {
   // requests in flight than the point's concurrency, so with max_num_seqs = concurrency that many wait
   // for a free slot at all times. Request counts stay per point concurrency.
   int extra_clients = 0;
+  // --fp8-block-columns: a row marked fp8_block (ValidationPoint::fp8_block) runs weight_dtype fp8_block.
+  bool fp8_block_columns = false;
   // Where the scheduler settings of a row without scheduler columns come from: the engine's defaults
   // (kEngineDefaults), or the flags aiconfigurator's config generator emitted for an aggregated worker
   // on the row's `measured` date (kAiconfigurator; generator_deployment()). Set by --deployment or the

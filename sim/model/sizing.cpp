@@ -188,12 +188,7 @@ DType served_weight_dtype(const ModelSpec& spec, std::optional<DType> weight) {
   return spec.quant.quantized() && spec.quant.understood ? spec.quant.dtype() : DType::kBf16;
 }
 
-bool fp8_block_scaled(const ModelSpec& spec, const std::string& weight_dtype) {
-  if (weight_dtype == "fp8_block") return true;
-  if (weight_dtype != "auto" && parse_weight_dtype(weight_dtype, "weight_dtype") != DType::kFp8) return false;
-  const QuantScheme& q = spec.quant;
-  return q.quantized() && q.understood && q.dtype() == DType::kFp8 && q.groups.front().block_rows > 0;
-}
+bool fp8_block_scaled(const std::string& weight_dtype) { return weight_dtype == "fp8_block"; }
 
 std::string weight_format(const ModelSpec& spec, std::optional<DType> weight) {
   if (weight) return dtype_name(*weight);

@@ -75,13 +75,14 @@ int64_t weight_bytes(const ModelSpec& spec, std::optional<DType> weight);
 std::optional<DType> resolve_weight_dtype(const std::string& text, const std::string& what);
 // The one dtype latency models see: the override, else the quantised weights' format, else BF16.
 DType served_weight_dtype(const ModelSpec& spec, std::optional<DType> weight);
-// Whether FP8 weights are served block-scaled, so that the step models price vLLM's block-FP8 kernels
-// (Fp8LinearMethod with weight_block_size: W8A8 block GEMMs, per-token-group activation scales; the
-// block-FP8 fused MoE) instead of the per-tensor ones: `weight_dtype` (the engine's text) "fp8_block", or
-// "auto" / an FP8 name on a checkpoint that stores FP8 with weight_block_size (served as stored: vLLM does
-// not requantise such a checkpoint). An FP8 name on a 16-bit checkpoint is vLLM's online quantisation
-// (--quantization fp8), per-tensor. The scales' bytes (one FP32 per 128 x 128) are sized from the config.
-bool fp8_block_scaled(const ModelSpec& spec, const std::string& weight_dtype);
+// Whether the step models price FP8 weights with vLLM's block-scaled kernels (Fp8LinearMethod with
+// weight_block_size: W8A8 block GEMMs with per-token-group activation scales; the block-FP8 fused MoE)
+// instead of the per-tensor ones: only when `weight_dtype` (the engine's text) is "fp8_block". A checkpoint
+// that stores block-scaled FP8 (weight_block_size) served as "auto" / "fp8" keeps the per-tensor rows:
+// pricing it with the measured block rows was tested on the validation sets and not adopted
+// (models/latency/README.md, "Block-scaled FP8 and NVFP4 GEMM rows"). Sizing (the scales' bytes) is
+// unaffected either way.
+bool fp8_block_scaled(const std::string& weight_dtype);
 // "mxfp4 group 32 (98.1% of parameters; the rest bf16), from quantization_config", or the dtype name.
 std::string weight_format(const ModelSpec& spec, std::optional<DType> weight);
 

@@ -69,8 +69,14 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   weight_peak_ = {weight_flops(g, weight_dtype), g.hbm_bandwidth, wb};
   if (tables.has_gemm()) gemm_ = GemmTable(tables.gemm, bf16_peak_);
   const bool fp8_weights = (weight_dtype == DType::kFp8 || weight_dtype == DType::kFp8DsMla) && g.fp8_flops > 0;
+  // NVFP4 x NVFP4 rows (activations quantised too, vLLM's ModelOpt NVFP4 linear) for nvfp4 weights and
+  // the generic fp4; MXFP4 (gpt-oss's experts) is another kernel and keeps the scaled BF16 rows.
+  const bool nvfp4_weights = (weight_dtype == DType::kNvfp4 || weight_dtype == DType::kFp4) && g.fp4_flops > 0;
   if (fp8_weights && !tables.gemm_fp8.empty())
-    gemm_fp8_ = GemmTable(tables.gemm_fp8, {g.fp8_flops, g.hbm_bandwidth, 1.0});
+    gemm_quant_ = GemmTable(tables.gemm_fp8, {g.fp8_flops, g.hbm_bandwidth, 1.0});
+  else if (nvfp4_weights && !tables.gemm_nvfp4.empty())
+    gemm_quant_ =
+        GemmTable(tables.gemm_nvfp4, {g.fp4_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kNvfp4) / 8});
 
   const double h = static_cast<double>(m.hidden_size);
   hidden_ = h;
@@ -244,7 +250,7 @@ double CalibratedLatencyModel::bf16_gemm_seconds(double m, double n, double k) c
 double CalibratedLatencyModel::gemm_seconds(double m, double n, double k) const {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
   const double wb = weight_peak_.operand_bytes;
-  if (!gemm_fp8_.empty()) return gemm_fp8_.seconds(m, n, k);  // measured FP8 x FP8 rows
+  if (!gemm_quant_.empty()) return gemm_quant_.seconds(m, n, k);  // the weights' format, measured
   if (!gemm_.empty()) {
     const double t = gemm_.seconds(m, n, k);
     if (weight_peak_.flops == bf16_peak_.flops && wb == 2.0) return t;

@@ -82,12 +82,14 @@ class CalibratedLatencyModel final : public ILatencyModel {
 
   const GpuCalibration& calibration() const { return cal_; }
   bool uses_tables() const { return !gemm_.empty(); }
-  // One GEMM C[m x n] = A[m x k] B[k x n] with the model's weight dtype, seconds: the FP8 table for
-  // FP8 weights where the GPU has one, else the BF16 table scaled by SOL(dtype) / SOL(bf16), else the
-  // fitted roofline. Weight bytes include the format's scales (weight_bits_per_element).
+  // One GEMM C[m x n] = A[m x k] B[k x n] with the model's weight dtype, seconds: the measured table of
+  // the weights' format where the GPU has one (FP8 per-tensor, or block-scaled when the tables passed are
+  // with_block_fp8_rows'; NVFP4 x NVFP4 for nvfp4 / fp4 weights on a GPU with an FP4 peak), else the BF16
+  // table scaled by SOL(dtype) / SOL(bf16), else the fitted roofline. Weight bytes include the format's
+  // scales (weight_bits_per_element).
   double gemm_seconds(double m, double n, double k) const;
   double bf16_gemm_seconds(double m, double n, double k) const;
-  bool uses_fp8_gemm_table() const { return !gemm_fp8_.empty(); }
+  bool uses_quantised_gemm_table() const { return !gemm_quant_.empty(); }
   bool uses_moe_table() const { return !moe_table_.empty(); }
   // The compute and memory limits of the hardware file for this dtype (for tests).
   PeakRates peak_rates() const { return weight_peak_; }
@@ -111,7 +113,7 @@ class CalibratedLatencyModel final : public ILatencyModel {
   PagedBlockTerm block_term_;
   GpuCalibration cal_;
   GemmTable gemm_;
-  GemmTable gemm_fp8_;                    // FP8 weights on a GPU with measured FP8 GEMM rows
+  GemmTable gemm_quant_;                  // the weights' format measured (FP8 / block FP8 / NVFP4 rows)
   MoeTable moe_table_;                    // measured fused-MoE table (empty: fitted roofline)
   std::vector<int64_t> cudagraph_sizes_;  // vLLM capture sizes (empty: no padding)
   double kv_scale_ = 1;                   // KV bytes per element / 2 (BF16-cache decode fits)

@@ -93,6 +93,7 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
   t.gemm = read_gemm((dir / "gemm.csv").string());
   t.gemm_fp8 = read_gemm((dir / "gemm_fp8.csv").string());
   t.gemm_fp8_block = read_gemm((dir / "gemm_fp8_block.csv").string());
+  t.gemm_nvfp4 = read_gemm((dir / "gemm_nvfp4.csv").string());
   t.context_attention = read_attention((dir / "context_attention.csv").string(), "isl");
   t.generation_attention = read_attention((dir / "generation_attention.csv").string(), "context");
   if (const std::string p = (dir / "allreduce.csv").string(); fs::exists(p)) {

@@ -39,6 +39,7 @@ struct LatencyTables {
   std::vector<GemmPoint> gemm_fp8;  // FP8 x FP8 (per-tensor scaled), gemm_fp8.csv; empty when not measured
   // Block-scaled FP8 (128 x 128 weight blocks, per-token-group activation scales), gemm_fp8_block.csv
   std::vector<GemmPoint> gemm_fp8_block;
+  std::vector<GemmPoint> gemm_nvfp4;  // NVFP4 x NVFP4 (E4M3 scale per 16 on both operands), gemm_nvfp4.csv
   std::vector<AttentionPoint> context_attention;
   std::vector<AttentionPoint> generation_attention;
   std::vector<AllReducePoint> allreduce;
@@ -50,7 +51,7 @@ struct LatencyTables {
   bool has_gemm() const { return !gemm.empty(); }
 };
 
-// Reads <root>/<gpu>/{gemm,gemm_fp8,gemm_fp8_block,context_attention,generation_attention,allreduce,moe,
+// Reads <root>/<gpu>/{gemm,gemm_fp8,gemm_fp8_block,gemm_nvfp4,context_attention,generation_attention,allreduce,moe,
 // moe_fp8,moe_fp8_block,moe_nvfp4,moe_int4}.csv. A missing folder or file leaves that table empty (the model
 // then falls back to the roofline); a malformed file is an InputError naming file, line and column.
 LatencyTables load_latency_tables(const std::string& root, const std::string& gpu);

@@ -80,9 +80,10 @@ TEST(ValidateDtypeColumns, BadValuesNameFileLineAndColumn) {
   expect_error("vdt_badw.csv", std::string(kRow) + ",int3,\n", "column 'weight_dtype': unknown weight dtype 'int3'");
 }
 
-// aiconfigurator's quant-mode columns: fp8_block in either runs the row's FP8 weights as block-scaled FP8
-// (the engine's weight_dtype fp8_block); other modes leave the weight dtype as the row states it; fp8_block
-// beside weights that are not FP8 is a contradiction, refused naming the column.
+// aiconfigurator's quant-mode columns: fp8_block in either marks the row's FP8 weights block-scaled, run as
+// the engine's weight_dtype fp8_block under --fp8-block-columns (else as the row states them); other modes
+// leave the row alone; fp8_block beside weights that are not FP8 is a contradiction, refused naming the
+// column.
 TEST(ValidateDtypeColumns, Fp8BlockQuantModeRunsBlockScaledFp8) {
   const std::string h =
       "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,weight_dtype,gemm_quant_mode,moe_quant_mode\n";
@@ -92,13 +93,17 @@ TEST(ValidateDtypeColumns, Fp8BlockQuantModeRunsBlockScaledFp8) {
                                       "nvfp4,nvfp4,nvfp4\n" + r + ",,fp8_block\n"),
       "models/hardware");
   ASSERT_EQ(ps.size(), 5u);
-  EXPECT_EQ(ps[0].dtype, "fp8_block");
-  EXPECT_EQ(ps[1].dtype, "fp8_block");
+  const bool marked[] = {true, true, false, false, true};  // the last: auto weights with an fp8_block mode
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(ps[i].fp8_block, marked[i]) << i;
   EXPECT_EQ(ps[2].dtype, "fp8");
   EXPECT_EQ(ps[3].dtype, "nvfp4");
-  EXPECT_EQ(ps[4].dtype, "fp8_block");  // auto weights with an fp8_block mode
-  const Scenario s = validation_scenario(ps[0], ValidationProtocol{}, "models/hardware", "calibrated");
-  EXPECT_EQ(s.engine.weight_dtype, "fp8_block");
+  ValidationProtocol on;
+  on.fp8_block_columns = true;
+  EXPECT_EQ(validation_scenario(ps[0], ValidationProtocol{}, "models/hardware", "calibrated").engine.weight_dtype,
+            "fp8");
+  EXPECT_EQ(validation_scenario(ps[0], on, "models/hardware", "calibrated").engine.weight_dtype, "fp8_block");
+  EXPECT_EQ(validation_scenario(ps[4], on, "models/hardware", "calibrated").engine.weight_dtype, "fp8_block");
+  EXPECT_EQ(validation_scenario(ps[2], on, "models/hardware", "calibrated").engine.weight_dtype, "fp8");
   expect_error("vdt_block_bad.csv", r + "nvfp4,,fp8_block\n",
                "column 'moe_quant_mode': fp8_block contradicts the row's weight dtype 'nvfp4'", h);
 }

@@ -105,6 +105,7 @@ TEST(CommittedTables, EveryGemmRowIsPhysical) {
     for (const auto& p : t.gemm) ASSERT_LE(2 * p.m * p.n * p.k / p.seconds, gpu.bf16_flops) << name;
     for (const auto& p : t.gemm_fp8) ASSERT_LE(2 * p.m * p.n * p.k / p.seconds, gpu.fp8_flops) << name;
     for (const auto& p : t.gemm_fp8_block) ASSERT_LE(2 * p.m * p.n * p.k / p.seconds, gpu.fp8_flops) << name;
+    for (const auto& p : t.gemm_nvfp4) ASSERT_LE(2 * p.m * p.n * p.k / p.seconds, gpu.fp4_flops) << name;
   }
   EXPECT_FALSE(load_latency_tables(root, "b300").moe_fp8.empty());
   EXPECT_FALSE(load_latency_tables(root, "gb300").gemm_fp8.empty());
@@ -113,8 +114,8 @@ TEST(CommittedTables, EveryGemmRowIsPhysical) {
   EXPECT_FALSE(b200.moe.empty());
   EXPECT_FALSE(b200.moe_nvfp4.empty());
   EXPECT_FALSE(b200.allreduce.empty());
-  // FP8 GEMM rows from the GEMM Parquet (the shared copy kept BF16 only): every power-of-two m row.
-  EXPECT_EQ(b200.gemm_fp8.size(), 7728u);
+  // No per-tensor FP8 GEMM rows: the Parquet's are slower than BF16 at every m (PROVENANCE.md).
+  EXPECT_TRUE(b200.gemm_fp8.empty());
   // H200: the shared copy's tables plus, from the vLLM 0.19.0 Parquet, the FP8 GEMM rows and the MoE
   // collection (BF16, FP8, INT4 weight-only; Hopper has no NVFP4 kernel).
   const LatencyTables h200 = load_latency_tables(root, "h200");
@@ -127,10 +128,10 @@ TEST(CommittedTables, EveryGemmRowIsPhysical) {
 }
 
 // Block-scaled FP8 rows (gemm_dtype / moe_dtype fp8_block) of aiconfigurator's vLLM 0.19.0 GEMM and MoE
-// Parquet files at 095f58a5, as dumped (PROVENANCE.md), and B200's per-tensor FP8 GEMM rows:
+// Parquet files at 095f58a5, as dumped (PROVENANCE.md):
 //   h200 gemm fp8_block 4096,4096,4096 0.14989422427283391 ms; 1,4096,4096 0.021925333473417494 ms
 //        (per-tensor fp8 1,4096,4096: 0.009324444664849175 ms, 2.35 x faster);
-//   b200 gemm fp8_block 4096,4096,4096 0.10346755716535781 ms; gemm fp8 4096,4096,4096 0.09719910886552598 ms;
+//   b200 gemm fp8_block 4096,4096,4096 0.10346755716535781 ms;
 //   h200 moe fp8_block 64,2048,768,8,128,1,1 balanced 0.18171733617782593 ms.
 TEST(CommittedTables, BlockScaledFp8RowsAsTheParquetHasThem) {
   const std::string root = std::string(KVSIM_SOURCE_DIR) + "/models/latency";
@@ -143,7 +144,6 @@ TEST(CommittedTables, BlockScaledFp8RowsAsTheParquetHasThem) {
   EXPECT_DOUBLE_EQ(gemm_ms(h200.gemm_fp8_block, 4096, 4096, 4096), 0.14989422427283391);
   EXPECT_DOUBLE_EQ(gemm_ms(h200.gemm_fp8_block, 1, 4096, 4096), 0.021925333473417494);
   EXPECT_DOUBLE_EQ(gemm_ms(b200.gemm_fp8_block, 4096, 4096, 4096), 0.10346755716535781);
-  EXPECT_DOUBLE_EQ(gemm_ms(b200.gemm_fp8, 4096, 4096, 4096), 0.09719910886552598);
   bool found = false;
   for (const auto& p : h200.moe_fp8_block)
     if (p.num_tokens == 64 && p.hidden == 2048 && p.inter == 768 && p.topk == 8 && p.num_experts == 128 &&

@@ -123,12 +123,12 @@ TEST(QuantizedStepWeights, Fp8WeightsUseTheMeasuredFp8GemmRows) {
   const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h100-sxm");
   ASSERT_FALSE(t.gemm_fp8.empty());
   const CalibratedLatencyModel fp8(tiny_model(), hw.gpu("h100-sxm"), 1, DType::kFp8, DType::kBf16, t, {});
-  EXPECT_TRUE(fp8.uses_fp8_gemm_table());
+  EXPECT_TRUE(fp8.uses_quantised_gemm_table());
   EXPECT_NEAR(fp8.gemm_seconds(4096, 4096, 4096), 0.11918e-3, 1e-12);
   EXPECT_NEAR(fp8.gemm_seconds(64, 6144, 4096), 0.0155876e-3, 1e-12);
   EXPECT_NEAR(fp8.gemm_seconds(1, 4096, 4096), 0.0107858e-3, 1e-12);
   const CalibratedLatencyModel bf16(tiny_model(), hw.gpu("h100-sxm"), 1, DType::kBf16, DType::kBf16, t, {});
-  EXPECT_FALSE(bf16.uses_fp8_gemm_table());
+  EXPECT_FALSE(bf16.uses_quantised_gemm_table());
 }
 
 // FP8 weights on H200 use the FP8 x FP8 rows of aiconfigurator's H200 vLLM 0.19.0 GEMM collection
@@ -139,12 +139,12 @@ TEST(QuantizedStepWeights, Fp8WeightsUseTheMeasuredH200Fp8GemmRows) {
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
   const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
   const CalibratedLatencyModel fp8(tiny_model(), hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
-  EXPECT_TRUE(fp8.uses_fp8_gemm_table());
+  EXPECT_TRUE(fp8.uses_quantised_gemm_table());
   EXPECT_NEAR(fp8.gemm_seconds(4096, 4096, 4096), 0.11836800310346816e-3, 1e-12);
   EXPECT_NEAR(fp8.gemm_seconds(64, 6144, 4096), 0.011422221859296164e-3, 1e-12);
   EXPECT_NEAR(fp8.gemm_seconds(1, 4096, 4096), 0.009324444664849175e-3, 1e-12);
   const CalibratedLatencyModel bf16(tiny_model(), hw.gpu("h200"), 1, DType::kBf16, DType::kBf16, t, {});
-  EXPECT_FALSE(bf16.uses_fp8_gemm_table());
+  EXPECT_FALSE(bf16.uses_quantised_gemm_table());
 }
 
 // Block-scaled FP8 weights (DeepSeek / Qwen3-FP8 / MiniMax checkpoints with weight_block_size) run on the
@@ -155,23 +155,41 @@ TEST(QuantizedStepWeights, BlockScaledFp8WeightsUseTheBlockRows) {
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
   const LatencyTables t = with_block_fp8_rows(load_latency_tables(kRoot + "/models/latency", "h200"));
   const CalibratedLatencyModel fp8(tiny_model(), hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
-  EXPECT_TRUE(fp8.uses_fp8_gemm_table());
+  EXPECT_TRUE(fp8.uses_quantised_gemm_table());
   EXPECT_NEAR(fp8.gemm_seconds(4096, 4096, 4096), 0.14989422427283391e-3, 1e-12);
   EXPECT_NEAR(fp8.gemm_seconds(1, 4096, 4096), 0.021925333473417494e-3, 1e-12);
 }
 
-// Which FP8 kernels a model's weights run (sizing.h fp8_block_scaled): DeepSeek-V3's checkpoint stores FP8
-// with weight_block_size [128, 128], so auto and fp8 (served as stored) are block-scaled; fp8 on a BF16
-// checkpoint is online per-tensor FP8; fp8_block is block-scaled on any checkpoint; bf16 is not FP8.
-TEST(QuantizedStepWeights, Fp8BlockScalingFollowsTheCheckpoint) {
-  const ModelSpec ds = read_model_config(kRoot + "/models/deepseek-v3.json");
-  const ModelSpec bf16 = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
-  EXPECT_TRUE(fp8_block_scaled(ds, "auto"));
-  EXPECT_TRUE(fp8_block_scaled(ds, "fp8"));
-  EXPECT_FALSE(fp8_block_scaled(ds, "bf16"));
-  EXPECT_FALSE(fp8_block_scaled(bf16, "auto"));
-  EXPECT_FALSE(fp8_block_scaled(bf16, "fp8"));
-  EXPECT_TRUE(fp8_block_scaled(bf16, "fp8_block"));
+// NVFP4 (and the generic fp4) weights on Blackwell use the NVFP4 x NVFP4 rows (gemm_nvfp4.csv, from the
+// vLLM 0.19.0 GEMM Parquet, gemm_dtype nvfp4): B200 4096,4096,4096 -> 0.03911822372012668 ms, 64,6144,4096
+// -> 0.009323555562231276 ms, 1,4096,4096 -> 0.008359111017651027 ms (not the BF16 row 0.0096533 ms
+// scaled by SOL: 4.5-bit weights would make that 0.0096533 x 0.29). MXFP4 keeps the scaled BF16 rows;
+// Hopper has no FP4 peak, so no NVFP4 table applies there.
+TEST(QuantizedStepWeights, Nvfp4WeightsUseTheMeasuredNvfp4GemmRows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "b200");
+  ASSERT_FALSE(t.gemm_nvfp4.empty());
+  for (DType d : {DType::kNvfp4, DType::kFp4}) {
+    const CalibratedLatencyModel m(tiny_model(), hw.gpu("b200"), 1, d, DType::kBf16, t, {});
+    EXPECT_TRUE(m.uses_quantised_gemm_table());
+    EXPECT_NEAR(m.gemm_seconds(4096, 4096, 4096), 0.03911822372012668e-3, 1e-12);
+    EXPECT_NEAR(m.gemm_seconds(64, 6144, 4096), 0.009323555562231276e-3, 1e-12);
+    EXPECT_NEAR(m.gemm_seconds(1, 4096, 4096), 0.008359111017651027e-3, 1e-12);
+  }
+  const CalibratedLatencyModel mx(tiny_model(), hw.gpu("b200"), 1, DType::kMxfp4, DType::kBf16, t, {});
+  EXPECT_FALSE(mx.uses_quantised_gemm_table());
+  const CalibratedLatencyModel hopper(tiny_model(), hw.gpu("h200"), 1, DType::kNvfp4, DType::kBf16,
+                                      load_latency_tables(kRoot + "/models/latency", "h200"), {});
+  EXPECT_FALSE(hopper.uses_quantised_gemm_table());
+}
+
+// Which FP8 kernels a model's weights run (sizing.h fp8_block_scaled): block-scaled only for weight_dtype
+// fp8_block, which sizes as FP8 (8-bit values); auto and fp8 keep the per-tensor rows (not adopted for
+// weight_block_size checkpoints, models/latency/README.md).
+TEST(QuantizedStepWeights, Fp8BlockKernelsOnlyForFp8Block) {
+  EXPECT_TRUE(fp8_block_scaled("fp8_block"));
+  EXPECT_FALSE(fp8_block_scaled("fp8"));
+  EXPECT_FALSE(fp8_block_scaled("auto"));
   EXPECT_EQ(parse_weight_dtype("fp8_block", "weight_dtype"), DType::kFp8);
 }
 
