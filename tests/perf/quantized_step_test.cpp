@@ -115,6 +115,17 @@ TEST(QuantizedStepWeights, CalibratedGemmReadsTheStoredBytes) {
   }
 }
 
+struct GemmRow {
+  double m, n, k, ms;  // a measured row of the format's GEMM table
+};
+
+// The model prices its weights' GEMMs from the measured table of their format, each row exactly.
+void expect_gemm_rows(const CalibratedLatencyModel& model, std::initializer_list<GemmRow> rows) {
+  EXPECT_TRUE(model.uses_quantised_gemm_table());
+  for (const GemmRow& r : rows)
+    EXPECT_NEAR(model.gemm_seconds(r.m, r.n, r.k), r.ms * 1e-3, 1e-12) << r.m << " x " << r.n << " x " << r.k;
+}
+
 // FP8 weights on H100 use the measured FP8 x FP8 rows (gemm_bf16_fp8.csv of aiconfigurator's H100
 // vLLM 0.19.0 collection): fp8,4096,4096,4096 -> 0.11918 ms; fp8,64,6144,4096 -> 0.0155876 ms;
 // fp8,1,4096,4096 -> 0.0107858 ms.
@@ -123,10 +134,7 @@ TEST(QuantizedStepWeights, Fp8WeightsUseTheMeasuredFp8GemmRows) {
   const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h100-sxm");
   ASSERT_FALSE(t.gemm_fp8.empty());
   const CalibratedLatencyModel fp8(tiny_model(), hw.gpu("h100-sxm"), 1, DType::kFp8, DType::kBf16, t, {});
-  EXPECT_TRUE(fp8.uses_quantised_gemm_table());
-  EXPECT_NEAR(fp8.gemm_seconds(4096, 4096, 4096), 0.11918e-3, 1e-12);
-  EXPECT_NEAR(fp8.gemm_seconds(64, 6144, 4096), 0.0155876e-3, 1e-12);
-  EXPECT_NEAR(fp8.gemm_seconds(1, 4096, 4096), 0.0107858e-3, 1e-12);
+  expect_gemm_rows(fp8, {{4096, 4096, 4096, 0.11918}, {64, 6144, 4096, 0.0155876}, {1, 4096, 4096, 0.0107858}});
   const CalibratedLatencyModel bf16(tiny_model(), hw.gpu("h100-sxm"), 1, DType::kBf16, DType::kBf16, t, {});
   EXPECT_FALSE(bf16.uses_quantised_gemm_table());
 }
@@ -139,10 +147,9 @@ TEST(QuantizedStepWeights, Fp8WeightsUseTheMeasuredH200Fp8GemmRows) {
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
   const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
   const CalibratedLatencyModel fp8(tiny_model(), hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
-  EXPECT_TRUE(fp8.uses_quantised_gemm_table());
-  EXPECT_NEAR(fp8.gemm_seconds(4096, 4096, 4096), 0.11836800310346816e-3, 1e-12);
-  EXPECT_NEAR(fp8.gemm_seconds(64, 6144, 4096), 0.011422221859296164e-3, 1e-12);
-  EXPECT_NEAR(fp8.gemm_seconds(1, 4096, 4096), 0.009324444664849175e-3, 1e-12);
+  expect_gemm_rows(fp8, {{4096, 4096, 4096, 0.11836800310346816},
+                         {64, 6144, 4096, 0.011422221859296164},
+                         {1, 4096, 4096, 0.009324444664849175}});
   const CalibratedLatencyModel bf16(tiny_model(), hw.gpu("h200"), 1, DType::kBf16, DType::kBf16, t, {});
   EXPECT_FALSE(bf16.uses_quantised_gemm_table());
 }
@@ -155,9 +162,7 @@ TEST(QuantizedStepWeights, BlockScaledFp8WeightsUseTheBlockRows) {
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
   const LatencyTables t = with_block_fp8_rows(load_latency_tables(kRoot + "/models/latency", "h200"));
   const CalibratedLatencyModel fp8(tiny_model(), hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
-  EXPECT_TRUE(fp8.uses_quantised_gemm_table());
-  EXPECT_NEAR(fp8.gemm_seconds(4096, 4096, 4096), 0.14989422427283391e-3, 1e-12);
-  EXPECT_NEAR(fp8.gemm_seconds(1, 4096, 4096), 0.021925333473417494e-3, 1e-12);
+  expect_gemm_rows(fp8, {{4096, 4096, 4096, 0.14989422427283391}, {1, 4096, 4096, 0.021925333473417494}});
 }
 
 // NVFP4 (and the generic fp4) weights on Blackwell use the NVFP4 x NVFP4 rows (gemm_nvfp4.csv, from the
@@ -171,10 +176,9 @@ TEST(QuantizedStepWeights, Nvfp4WeightsUseTheMeasuredNvfp4GemmRows) {
   ASSERT_FALSE(t.gemm_nvfp4.empty());
   for (DType d : {DType::kNvfp4, DType::kFp4}) {
     const CalibratedLatencyModel m(tiny_model(), hw.gpu("b200"), 1, d, DType::kBf16, t, {});
-    EXPECT_TRUE(m.uses_quantised_gemm_table());
-    EXPECT_NEAR(m.gemm_seconds(4096, 4096, 4096), 0.03911822372012668e-3, 1e-12);
-    EXPECT_NEAR(m.gemm_seconds(64, 6144, 4096), 0.009323555562231276e-3, 1e-12);
-    EXPECT_NEAR(m.gemm_seconds(1, 4096, 4096), 0.008359111017651027e-3, 1e-12);
+    expect_gemm_rows(m, {{4096, 4096, 4096, 0.03911822372012668},
+                         {64, 6144, 4096, 0.009323555562231276},
+                         {1, 4096, 4096, 0.008359111017651027}});
   }
   const CalibratedLatencyModel mx(tiny_model(), hw.gpu("b200"), 1, DType::kMxfp4, DType::kBf16, t, {});
   EXPECT_FALSE(mx.uses_quantised_gemm_table());
