@@ -248,6 +248,34 @@ def block_fp8_tables():
             write(gpu, "moe_fp8_block.csv", out)
 
 
+# Power-law routing (aiconfigurator's collector/helper.py power_law_logits_v3: expert loads drawn from a
+# power law of exponent alpha, the most-loaded EP rank measured as rank 0; the SDK's default workload,
+# sdk/config.py workload_distribution = "power_law"): for each balanced MoE table of a system whose MoE
+# dump is in DUMPS, <table>_power_law.csv with the rows of both collected exponents (column distribution,
+# power_law_1.01 / power_law_1.2), same dtype selection as the balanced file.
+MOE_FILES = {"bfloat16": "moe", "fp8": "moe_fp8", "fp8_block": "moe_fp8_block", "nvfp4": "moe_nvfp4",
+             "int4_wo": "moe_int4"}
+
+
+def power_law_tables():
+    for gpu, system in BLOCK_FP8.items():
+        moe = os.path.join(DUMPS, system + "_moe.csv")
+        if not os.path.exists(moe):
+            continue
+        by_dtype = {}
+        with open(moe) as f:
+            for r in csv.DictReader(f):
+                if r["distribution"] in ("power_law_1.01", "power_law_1.2") and r["moe_dtype"] in MOE_FILES:
+                    by_dtype.setdefault(r["moe_dtype"], []).append(
+                        (r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
+                         r["moe_tp_size"], r["moe_ep_size"], r["distribution"], r["latency"]))
+        for dtype, name in MOE_FILES.items():
+            # Only beside a balanced table kvsim reads (Hopper has no NVFP4 kernel).
+            if dtype in by_dtype and os.path.exists(os.path.join(OUT, gpu, name + ".csv")):
+                write(gpu, name + "_power_law.csv", [("num_tokens", "hidden", "inter", "topk", "num_experts", "moe_tp",
+                                                      "moe_ep", "distribution", "latency_ms")] + by_dtype[dtype])
+
+
 def write(gpu, name, out):
     with open(os.path.join(OUT, gpu, name), "w", newline="") as f:
         csv.writer(f, lineterminator="\n").writerows(out)
@@ -258,3 +286,4 @@ if __name__ == "__main__":
     main()
     if DUMPS:
         block_fp8_tables()
+        power_law_tables()

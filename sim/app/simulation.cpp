@@ -22,6 +22,7 @@
 #include "sim/net/flow_network.h"
 #include "sim/net/topology.h"
 #include "sim/perf/latency_factory.h"
+#include "sim/perf/latency_tables.h"
 #include "sim/scenario/hardware_catalog.h"
 #include "sim/scenario/topology_file.h"
 #include "sim/tier/offload_resolution.h"
@@ -199,6 +200,8 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     lm.weight_dtype = served_weight_dtype(res.model, forced);
     if (!forced) lm.weight_bits = checkpoint_weight_bits(res.model);  // as quantization_config stores them
     lm.fp8_block_scaled = fp8_block_scaled(p.engine.weight_dtype);
+    lm.moe_routing = resolve_moe_routing(p.engine.moe_routing, res.model.architecture,
+                                         s.path + ": " + where.engine_key + ".moe_routing");
     lm.kv_dtype =
         resolve_kv_dtype(res.model, p.engine.kv_cache_dtype, s.path + ": " + where.engine_key + ".kv_cache_dtype");
     lm.tables_dir = latency_tables_dir(s.hardware_dir);  // <hardware_dir>/../latency (models/latency)

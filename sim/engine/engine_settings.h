@@ -50,6 +50,9 @@ struct EngineSettings {
   std::string intra_node_link = "auto";                     // hardware link name; auto: the GPU's NVLink
   std::string inter_node_link = "ib-ndr";                   // hardware link name of one NIC per GPU
   std::string latency_model = "roofline";
+  // Routing of the calibrated model's fused-MoE rows: auto (aiconfigurator's power-law default for the
+  // architecture) | balanced | power_law_1.01 | power_law_1.2 (sim/perf/latency_tables.h).
+  std::string moe_routing = "auto";
   bool paged_block_cost = true;  // price the block size in paged attention (sim/perf/paged_block_term.h)
   // Hybrid prefix caching (vllm-semantics.md section 2).
   std::string mamba_cache_mode = "auto";  // auto | none | align | all

@@ -14,14 +14,14 @@
 namespace kvsim {
 namespace {
 
-// vLLM pads each step to its captured CUDA-graph sizes (cuda_graph.h); SGLang and TensorRT-LLM capture
-// other sizes (not modelled: no padding).
-// The calibrated model's tables for this GPU and weight format.
+// The calibrated model's tables for this GPU, MoE routing and weight format.
 LatencyTables tables_for(const LatencyModelSpec& spec, const GpuSpec& gpu) {
-  LatencyTables t = load_latency_tables(spec.tables_dir, gpu.name);
+  LatencyTables t = with_moe_routing(load_latency_tables(spec.tables_dir, gpu.name), spec.moe_routing);
   return spec.fp8_block_scaled ? with_block_fp8_rows(std::move(t)) : t;
 }
 
+// vLLM pads each step to its captured CUDA-graph sizes (cuda_graph.h); SGLang and TensorRT-LLM capture
+// other sizes (not modelled: no padding).
 std::vector<int64_t> capture_sizes(const LatencyModelSpec& spec) {
   if (spec.engine_kind != "vllm") return {};
   return vllm_cudagraph_capture_sizes(spec.max_num_seqs, spec.max_num_batched_tokens);

@@ -61,13 +61,16 @@ std::vector<GemmPoint> read_gemm(const std::string& path) {
   return out;
 }
 
-std::vector<MoePoint> read_moe(const std::string& path) {
+// `distribution` non-empty: only the rows whose distribution column holds it (power-law files).
+std::vector<MoePoint> read_moe(const std::string& path, const std::string& distribution = "") {
   std::vector<MoePoint> out;
   if (!fs::exists(path)) return out;
   const CsvFile f = read_csv_file(path);
   const int nt = f.column("num_tokens"), h = f.column("hidden"), i = f.column("inter"), k = f.column("topk"),
             e = f.column("num_experts"), tp = f.column("moe_tp"), ep = f.column("moe_ep"), lat = f.column("latency_ms");
+  const int dist = distribution.empty() ? -1 : f.column("distribution");
   for (size_t r = 0; r < f.rows.size(); ++r) {
+    if (dist >= 0 && f.text(r, dist) != distribution) continue;
     MoePoint p;
     p.num_tokens = positive(f, r, nt);
     p.hidden = positive(f, r, h);
@@ -116,6 +119,38 @@ LatencyTables with_block_fp8_rows(LatencyTables t) {
   t.gemm_fp8_block.clear();
   t.moe_fp8_block.clear();
   return t;
+}
+
+LatencyTables with_moe_routing(LatencyTables t, const std::string& routing) {
+  if (routing == "balanced" || t.dir.empty()) return t;
+  const fs::path dir(t.dir);
+  for (auto [rows, name] : {std::pair{&t.moe, "moe"},
+                            {&t.moe_fp8, "moe_fp8"},
+                            {&t.moe_fp8_block, "moe_fp8_block"},
+                            {&t.moe_nvfp4, "moe_nvfp4"},
+                            {&t.moe_int4, "moe_int4"}}) {
+    std::vector<MoePoint> skewed = read_moe((dir / (std::string(name) + "_power_law.csv")).string(), routing);
+    if (!skewed.empty()) *rows = std::move(skewed);
+  }
+  return t;
+}
+
+std::string resolve_moe_routing(const std::string& setting, const std::string& architecture, const std::string& key) {
+  if (setting == "balanced" || setting == "power_law_1.01" || setting == "power_law_1.2") return setting;
+  if (setting != "auto")
+    throw InputError(key + ": unknown MoE routing " + quote_for_message(setting) +
+                     " (known: auto, balanced, power_law_1.01, power_law_1.2)");
+  // aiconfigurator sdk/common.py ARCHITECTURE_TO_MODEL_FAMILY and each family's _power_law_alpha
+  // (models/deepseek.py, deepseek_v32.py, deepseek_v4.py, nemotron_h.py, minimax_m3.py, hybrid_moe.py,
+  // gemma4.py: 1.01; models/moe.py and qwen35.py: 1.2).
+  static const char* const kAlpha101[] = {
+      "DeepSeekForCausalLM",    "DeepseekV3ForCausalLM",          "DeepseekV32ForCausalLM",
+      "GlmMoeDsaForCausalLM",   "DeepseekV4ForCausalLM",          "KimiK25ForConditionalGeneration",
+      "NemotronHForCausalLM",   "MiniMaxM3ForCausalLM",           "MiniMaxM3SparseForConditionalGeneration",
+      "MiMoV2FlashForCausalLM", "Llama4ForConditionalGeneration", "Gemma4ForConditionalGeneration"};
+  for (const char* a : kAlpha101)
+    if (architecture == a) return "power_law_1.01";
+  return "power_law_1.2";
 }
 
 std::vector<std::string> gpus_with_tables(const std::string& root) {

@@ -26,7 +26,7 @@ struct AllReducePoint {
   double bytes = 0, seconds = 0;
 };
 
-struct MoePoint {  // fused MoE kernel of one layer's local shard, balanced routing, BF16
+struct MoePoint {  // fused MoE kernel of one layer's local shard (routing: the file's, see with_moe_routing)
   double num_tokens = 0, hidden = 0, inter = 0;
   int topk = 0, num_experts = 0, moe_tp = 1, moe_ep = 1;
   double seconds = 0;
@@ -58,6 +58,19 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
 // The tables an FP8 model with block-scaled weights runs on: the block-scaled rows stand in for the
 // per-tensor FP8 ones (gemm_fp8, moe_fp8), each where the GPU has them (else the per-tensor rows stay).
 LatencyTables with_block_fp8_rows(LatencyTables t);
+
+// The routing the fused-MoE rows were measured under. "balanced" (every expert n x k / E tokens: the
+// <table>.csv files) or one of aiconfigurator's power-law loads, "power_law_1.01" / "power_law_1.2"
+// (expert loads drawn from a power law of that exponent, the most-loaded EP rank measured:
+// collector/helper.py power_law_logits_v3; <table>_power_law.csv, column distribution). Each MoE table
+// of `t` (read from t.dir) is replaced by its power-law rows where the GPU has them, else stays balanced.
+LatencyTables with_moe_routing(LatencyTables t, const std::string& routing);
+// engine.moe_routing: "auto" is aiconfigurator's SDK default (sdk/config.py workload_distribution =
+// "power_law") with the exponent its model class uses for the config's architecture (1.01 for the
+// DeepSeek family, Kimi-K2.5, GLM-5, MiniMax-M3, Nemotron-H, Llama 4 / MiMo, Gemma 4; 1.2 otherwise,
+// models/moe.py); "balanced", "power_law_1.01" and "power_law_1.2" as given. Throws InputError naming
+// `key` for another value.
+std::string resolve_moe_routing(const std::string& setting, const std::string& architecture, const std::string& key);
 // The GPUs that have a table folder under root, sorted.
 std::vector<std::string> gpus_with_tables(const std::string& root);
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "sim/core/errors.h"
 #include "sim/model/config_reader.h"
 #include "sim/model/sizing.h"
 #include "sim/perf/calibrated_model.h"
@@ -373,6 +374,40 @@ TEST(MoeTable, BlockScaledFp8ExpertsUseTheBlockRows) {
   b.decode_context_tokens = 64 * 1000;
   const CalibratedLatencyModel model(m, hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
   EXPECT_NEAR(model.breakdown(b).moe_s, 48 * 0.18171733617782593e-3, 1e-12);
+}
+
+// MoE routing (latency_tables.h): auto is aiconfigurator's power-law default with its model class's
+// exponent (DeepSeek-V3 1.01, Qwen3-MoE 1.2); the power-law rows replace the balanced ones. Rows of
+// h200_sxm/moe/vllm/0.19.0/moe_perf.parquet, fp8, 64,2048,768,8,128,1,1 (Qwen3-30B-A3B's expert shape):
+// power_law_1.2 0.174892795085907 ms, power_law_1.01 0.17167999744415283 ms (balanced 0.18408 ms); bf16 at
+// 4,096 tokens: balanced 0.70906662940979 ms, power_law_1.2 0.8920384407043457 ms. A 64-token step of the
+// 48 MoE layers costs 48 x the row.
+TEST(MoeTable, PowerLawRoutingUsesTheSkewedRows) {
+  EXPECT_EQ(resolve_moe_routing("auto", "DeepseekV3ForCausalLM", "k"), "power_law_1.01");
+  EXPECT_EQ(resolve_moe_routing("auto", "Qwen3MoeForCausalLM", "k"), "power_law_1.2");
+  EXPECT_EQ(resolve_moe_routing("balanced", "DeepseekV3ForCausalLM", "k"), "balanced");
+  EXPECT_THROW(resolve_moe_routing("skewed", "Qwen3MoeForCausalLM", "engine.moe_routing"), InputError);
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables balanced = load_latency_tables(kRoot + "/models/latency", "h200");
+  const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
+  BatchShape b;
+  b.num_tokens = b.num_decode_requests = 64;
+  b.decode_context_tokens = 64 * 1000;
+  for (const auto& [routing, ms] :
+       {std::pair{"power_law_1.2", 0.174892795085907}, {"power_law_1.01", 0.17167999744415283}}) {
+    const LatencyTables t = with_moe_routing(balanced, routing);
+    const CalibratedLatencyModel model(m, hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
+    EXPECT_NEAR(model.breakdown(b).moe_s, 48 * ms * 1e-3, 1e-12) << routing;
+  }
+  const MoeShape s{2048, 768, 8, 128};
+  const PeakRates bf16{hw.gpu("h200").bf16_flops, hw.gpu("h200").hbm_bandwidth, 2.0};
+  EXPECT_NEAR(MoeTable(balanced.moe, bf16).seconds(4096, s, bf16), 0.70906662940979e-3, 1e-12);
+  EXPECT_NEAR(MoeTable(with_moe_routing(balanced, "power_law_1.2").moe, bf16).seconds(4096, s, bf16),
+              0.8920384407043457e-3, 1e-12);
+  // "balanced" and tables without a folder stay as they are; H200 has no NVFP4 rows of either routing.
+  EXPECT_EQ(with_moe_routing(balanced, "balanced").moe_fp8.size(), balanced.moe_fp8.size());
+  EXPECT_TRUE(with_moe_routing(LatencyTables{}, "power_law_1.2").moe.empty());
+  EXPECT_TRUE(with_moe_routing(balanced, "power_law_1.2").moe_nvfp4.empty());
 }
 
 // Expert-parallel shards use the tables' moe_ep rows (aiconfigurator's collector: 64 tokens on one GPU,
