@@ -306,6 +306,14 @@ TEST(MoeTable, LooksUpTheMeasuredEfficiencyAtTheTokensPerExpert) {
   EXPECT_EQ(table.nearest({2048, 760, 8, 128}).inter, 768);
 }
 
+// The step the MoE tests price: 64 decode requests of 1,000 cached tokens each.
+BatchShape decode_64() {
+  BatchShape b;
+  b.num_tokens = b.num_decode_requests = 64;
+  b.decode_context_tokens = 64 * 1000;
+  return b;
+}
+
 struct MoeRow {
   DType dtype;
   double ms;  // the measured row, 64 tokens of Qwen3-30B-A3B's expert shape
@@ -318,9 +326,7 @@ void expect_moe_rows(const std::string& gpu, std::initializer_list<MoeRow> rows)
   const LatencyTables t = load_latency_tables(kRoot + "/models/latency", gpu);
   const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
   ASSERT_EQ(m.num_experts, 128);
-  BatchShape b;
-  b.num_tokens = b.num_decode_requests = 64;
-  b.decode_context_tokens = 64 * 1000;
+  const BatchShape b = decode_64();
   for (const MoeRow& c : rows) {
     const CalibratedLatencyModel model(m, hw.gpu(gpu), 1, c.dtype, DType::kBf16, t, {});
     EXPECT_TRUE(model.uses_moe_table());
@@ -369,9 +375,7 @@ TEST(MoeTable, BlockScaledFp8ExpertsUseTheBlockRows) {
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
   const LatencyTables t = with_block_fp8_rows(load_latency_tables(kRoot + "/models/latency", "h200"));
   const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
-  BatchShape b;
-  b.num_tokens = b.num_decode_requests = 64;
-  b.decode_context_tokens = 64 * 1000;
+  const BatchShape b = decode_64();
   const CalibratedLatencyModel model(m, hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
   EXPECT_NEAR(model.breakdown(b).moe_s, 48 * 0.18171733617782593e-3, 1e-12);
 }
@@ -390,9 +394,7 @@ TEST(MoeTable, PowerLawRoutingUsesTheSkewedRows) {
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
   const LatencyTables balanced = load_latency_tables(kRoot + "/models/latency", "h200");
   const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
-  BatchShape b;
-  b.num_tokens = b.num_decode_requests = 64;
-  b.decode_context_tokens = 64 * 1000;
+  const BatchShape b = decode_64();
   for (const auto& [routing, ms] :
        {std::pair{"power_law_1.2", 0.174892795085907}, {"power_law_1.01", 0.17167999744415283}}) {
     const LatencyTables t = with_moe_routing(balanced, routing);
@@ -419,9 +421,7 @@ TEST(MoeTable, ExpertParallelShardsUseTheMeasuredEpRows) {
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
   const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
   const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
-  BatchShape b;
-  b.num_tokens = b.num_decode_requests = 64;
-  b.decode_context_tokens = 64 * 1000;
+  const BatchShape b = decode_64();
   ParallelPlan ep;
   ep.tp = 4;
   ep.expert_parallel = true;
