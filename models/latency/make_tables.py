@@ -211,7 +211,7 @@ def main():
 
 def block_fp8_tables():
     for gpu, system in BLOCK_FP8.items():
-        peak, bw = FP8_PEAK[gpu], {**{g: v[3] for g, v in GPUS.items()}, **{g: v[3] for g, v in DUMPED.items()}}[gpu]
+        peak, bw = FP8_PEAK[gpu], (DUMPED.get(gpu) or GPUS[gpu])[3]
         gemm = os.path.join(DUMPS, system + "_gemm.csv")
         if os.path.exists(gemm):
             out, dropped = [("m", "n", "k", "latency_ms")], 0

@@ -106,8 +106,8 @@ void print_recompute_section(const SizeReport& r, const SizeOptions& opt, const 
                              const std::vector<TierSpec>& tiers, int64_t chunk, std::ostream& out) {
   const std::string dir = latency_tables_dir(hw_dir);
   // The engine's default MoE routing (engine.moe_routing auto) for the architecture.
-  LatencyTables tables = with_moe_routing(load_latency_tables(dir, opt.gpu->name),
-                                          resolve_moe_routing("auto", r.spec.architecture, "moe_routing"));
+  LatencyTables tables =
+      load_latency_tables(dir, opt.gpu->name, resolve_moe_routing("auto", r.spec.architecture, "moe_routing"));
   if (fp8_block_scaled(opt.weight_dtype_name)) tables = with_block_fp8_rows(std::move(tables));
   const CalibratedLatencyModel model(r.spec, *opt.gpu, opt.par.tp, r.weight_dtype, r.kv_dtype, tables,
                                      engine_overhead(dir, engine_name(opt.engine)));

@@ -36,7 +36,7 @@ struct LatencyModelSpec {
   // FP8 weights with block scales (fp8_block_scaled, sizing.h): the calibrated model reads the tables'
   // block-scaled FP8 rows (with_block_fp8_rows) where the GPU has them.
   bool fp8_block_scaled = false;
-  // The routing of the fused-MoE rows the calibrated model reads (with_moe_routing): "balanced" or a
+  // The routing of the fused-MoE rows the calibrated model reads (load_latency_tables): "balanced" or a
   // resolved power-law exponent (resolve_moe_routing).
   std::string moe_routing = "balanced";
   // DP / EP / PP and the links between GPUs (parallel_terms.h); parallel.tp is set from `tp`. PP > 1

@@ -87,7 +87,7 @@ std::vector<MoePoint> read_moe(const std::string& path, const std::string& distr
 
 }  // namespace
 
-LatencyTables load_latency_tables(const std::string& root, const std::string& gpu) {
+LatencyTables load_latency_tables(const std::string& root, const std::string& gpu, const std::string& moe_routing) {
   LatencyTables t;
   t.gpu = gpu;
   const fs::path dir = fs::path(root) / gpu;
@@ -105,11 +105,16 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
     for (size_t r = 0; r < f.rows.size(); ++r)
       t.allreduce.push_back({whole(f, r, g, 1), positive(f, r, b), positive(f, r, lat) * 1e-3});
   }
-  t.moe = read_moe((dir / "moe.csv").string());
-  t.moe_fp8 = read_moe((dir / "moe_fp8.csv").string());
-  t.moe_fp8_block = read_moe((dir / "moe_fp8_block.csv").string());
-  t.moe_nvfp4 = read_moe((dir / "moe_nvfp4.csv").string());
-  t.moe_int4 = read_moe((dir / "moe_int4.csv").string());
+  // Each MoE table under the requested routing: its power-law rows where the GPU has them, else balanced.
+  for (auto [rows, name] : {std::pair{&t.moe, "moe"},
+                            {&t.moe_fp8, "moe_fp8"},
+                            {&t.moe_fp8_block, "moe_fp8_block"},
+                            {&t.moe_nvfp4, "moe_nvfp4"},
+                            {&t.moe_int4, "moe_int4"}}) {
+    if (moe_routing != "balanced")
+      *rows = read_moe((dir / (std::string(name) + "_power_law.csv")).string(), moe_routing);
+    if (rows->empty()) *rows = read_moe((dir / (std::string(name) + ".csv")).string());
+  }
   return t;
 }
 
@@ -118,20 +123,6 @@ LatencyTables with_block_fp8_rows(LatencyTables t) {
   if (!t.moe_fp8_block.empty()) t.moe_fp8 = std::move(t.moe_fp8_block);
   t.gemm_fp8_block.clear();
   t.moe_fp8_block.clear();
-  return t;
-}
-
-LatencyTables with_moe_routing(LatencyTables t, const std::string& routing) {
-  if (routing == "balanced" || t.dir.empty()) return t;
-  const fs::path dir(t.dir);
-  for (auto [rows, name] : {std::pair{&t.moe, "moe"},
-                            {&t.moe_fp8, "moe_fp8"},
-                            {&t.moe_fp8_block, "moe_fp8_block"},
-                            {&t.moe_nvfp4, "moe_nvfp4"},
-                            {&t.moe_int4, "moe_int4"}}) {
-    std::vector<MoePoint> skewed = read_moe((dir / (std::string(name) + "_power_law.csv")).string(), routing);
-    if (!skewed.empty()) *rows = std::move(skewed);
-  }
   return t;
 }
 

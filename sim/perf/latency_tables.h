@@ -26,7 +26,7 @@ struct AllReducePoint {
   double bytes = 0, seconds = 0;
 };
 
-struct MoePoint {  // fused MoE kernel of one layer's local shard (routing: the file's, see with_moe_routing)
+struct MoePoint {  // fused MoE kernel of one layer's local shard (routing: load_latency_tables' moe_routing)
   double num_tokens = 0, hidden = 0, inter = 0;
   int topk = 0, num_experts = 0, moe_tp = 1, moe_ep = 1;
   double seconds = 0;
@@ -54,17 +54,17 @@ struct LatencyTables {
 // Reads <root>/<gpu>/{gemm,gemm_fp8,gemm_fp8_block,gemm_nvfp4,context_attention,generation_attention,allreduce,moe,
 // moe_fp8,moe_fp8_block,moe_nvfp4,moe_int4}.csv. A missing folder or file leaves that table empty (the model
 // then falls back to the roofline); a malformed file is an InputError naming file, line and column.
-LatencyTables load_latency_tables(const std::string& root, const std::string& gpu);
+// `moe_routing`: the routing the fused-MoE rows were measured under. "balanced" (every expert n x k / E
+// tokens: the <table>.csv files) or one of aiconfigurator's power-law loads, "power_law_1.01" /
+// "power_law_1.2" (expert loads drawn from a power law of that exponent, the most-loaded EP rank measured:
+// collector/helper.py power_law_logits_v3; the rows of <table>_power_law.csv whose distribution column
+// holds it); a table without such rows is read balanced.
+LatencyTables load_latency_tables(const std::string& root, const std::string& gpu,
+                                  const std::string& moe_routing = "balanced");
 // The tables an FP8 model with block-scaled weights runs on: the block-scaled rows stand in for the
 // per-tensor FP8 ones (gemm_fp8, moe_fp8), each where the GPU has them (else the per-tensor rows stay).
 LatencyTables with_block_fp8_rows(LatencyTables t);
 
-// The routing the fused-MoE rows were measured under. "balanced" (every expert n x k / E tokens: the
-// <table>.csv files) or one of aiconfigurator's power-law loads, "power_law_1.01" / "power_law_1.2"
-// (expert loads drawn from a power law of that exponent, the most-loaded EP rank measured:
-// collector/helper.py power_law_logits_v3; <table>_power_law.csv, column distribution). Each MoE table
-// of `t` (read from t.dir) is replaced by its power-law rows where the GPU has them, else stays balanced.
-LatencyTables with_moe_routing(LatencyTables t, const std::string& routing);
 // engine.moe_routing: "auto" is aiconfigurator's SDK default (sdk/config.py workload_distribution =
 // "power_law") with the exponent its model class uses for the config's architecture (1.01 for the
 // DeepSeek family, Kimi-K2.5, GLM-5, MiniMax-M3, Nemotron-H, Llama 4 / MiMo, Gemma 4; 1.2 otherwise,

@@ -392,24 +392,25 @@ TEST(MoeTable, PowerLawRoutingUsesTheSkewedRows) {
   EXPECT_EQ(resolve_moe_routing("balanced", "DeepseekV3ForCausalLM", "k"), "balanced");
   EXPECT_THROW(resolve_moe_routing("skewed", "Qwen3MoeForCausalLM", "engine.moe_routing"), InputError);
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
-  const LatencyTables balanced = load_latency_tables(kRoot + "/models/latency", "h200");
+  const std::string root = kRoot + "/models/latency";
+  const LatencyTables balanced = load_latency_tables(root, "h200");
   const ModelSpec m = read_model_config(kRoot + "/models/qwen3-30b-a3b.json");
   const BatchShape b = decode_64();
   for (const auto& [routing, ms] :
        {std::pair{"power_law_1.2", 0.174892795085907}, {"power_law_1.01", 0.17167999744415283}}) {
-    const LatencyTables t = with_moe_routing(balanced, routing);
+    const LatencyTables t = load_latency_tables(root, "h200", routing);
     const CalibratedLatencyModel model(m, hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
     EXPECT_NEAR(model.breakdown(b).moe_s, 48 * ms * 1e-3, 1e-12) << routing;
   }
   const MoeShape s{2048, 768, 8, 128};
   const PeakRates bf16{hw.gpu("h200").bf16_flops, hw.gpu("h200").hbm_bandwidth, 2.0};
   EXPECT_NEAR(MoeTable(balanced.moe, bf16).seconds(4096, s, bf16), 0.70906662940979e-3, 1e-12);
-  EXPECT_NEAR(MoeTable(with_moe_routing(balanced, "power_law_1.2").moe, bf16).seconds(4096, s, bf16),
+  EXPECT_NEAR(MoeTable(load_latency_tables(root, "h200", "power_law_1.2").moe, bf16).seconds(4096, s, bf16),
               0.8920384407043457e-3, 1e-12);
-  // "balanced" and tables without a folder stay as they are; H200 has no NVFP4 rows of either routing.
-  EXPECT_EQ(with_moe_routing(balanced, "balanced").moe_fp8.size(), balanced.moe_fp8.size());
-  EXPECT_TRUE(with_moe_routing(LatencyTables{}, "power_law_1.2").moe.empty());
-  EXPECT_TRUE(with_moe_routing(balanced, "power_law_1.2").moe_nvfp4.empty());
+  // H100 has no INT4 expert table of either routing; a routing no file holds reads the balanced rows
+  // (4,347 FP8 rows on H200, one per shape).
+  EXPECT_TRUE(load_latency_tables(root, "h100-sxm", "power_law_1.2").moe_int4.empty());
+  EXPECT_EQ(load_latency_tables(root, "h200", "power_law_1.5").moe_fp8.size(), 4347u);
 }
 
 // Expert-parallel shards use the tables' moe_ep rows (aiconfigurator's collector: 64 tokens on one GPU,
