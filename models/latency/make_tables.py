@@ -196,8 +196,14 @@ def main():
                             r["moe_tp_size"], r["moe_ep_size"], r["latency"]))
             write(gpu, "moe_fp8.csv", out)
             # Quantised expert kernels where the collection has them (B200, B300; H200 INT4 only): NVFP4 (FlashInfer TRT-LLM
-            # FP4 MoE) and INT4 weight-only (Marlin), balanced routing.
-            for dtype, name in (("nvfp4", "moe_nvfp4.csv"), ("int4_wo", "moe_int4.csv")):
+            # FP4 MoE) and INT4 weight-only (Marlin), balanced routing; MXFP4 weight-only (w4a16_mxfp4, kernel
+            # vllm_mxfp4_moe, gpt-oss's expert shapes only), each shape once (first_per_shape), H200 only: B200's
+            # rows fail the plausibility check in PROVENANCE.md (16 % of HBM bandwidth with all experts touched,
+            # H200 49 %), so B200 keeps no MXFP4 table.
+            for dtype, name in (("nvfp4", "moe_nvfp4.csv"), ("int4_wo", "moe_int4.csv"),
+                                ("w4a16_mxfp4", "moe_mxfp4.csv")):
+                if dtype == "w4a16_mxfp4" and gpu != "h200":
+                    continue
                 out = [out[0]]
                 for r in rows(os.path.join(SRC, d, files["moe"])):
                     if r["moe_dtype"] != dtype:
@@ -205,7 +211,7 @@ def main():
                     out.append((r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
                                 r["moe_tp_size"], r["moe_ep_size"], r["latency"]))
                 if len(out) > 1:
-                    write(gpu, name, out)
+                    write(gpu, name, first_per_shape(out, 7) if dtype == "w4a16_mxfp4" else out)
         print(gpu, "dropped as unphysical:", dropped)
 
 
@@ -254,7 +260,7 @@ def block_fp8_tables():
 # dump is in DUMPS, <table>_power_law.csv with the rows of both collected exponents (column distribution,
 # power_law_1.01 / power_law_1.2), same dtype selection as the balanced file.
 MOE_FILES = {"bfloat16": "moe", "fp8": "moe_fp8", "fp8_block": "moe_fp8_block", "nvfp4": "moe_nvfp4",
-             "int4_wo": "moe_int4"}
+             "int4_wo": "moe_int4", "w4a16_mxfp4": "moe_mxfp4"}
 
 
 def power_law_tables():
@@ -272,8 +278,22 @@ def power_law_tables():
         for dtype, name in MOE_FILES.items():
             # Only beside a balanced table kvsim reads (Hopper has no NVFP4 kernel).
             if dtype in by_dtype and os.path.exists(os.path.join(OUT, gpu, name + ".csv")):
-                write(gpu, name + "_power_law.csv", [("num_tokens", "hidden", "inter", "topk", "num_experts", "moe_tp",
-                                                      "moe_ep", "distribution", "latency_ms")] + by_dtype[dtype])
+                out = [("num_tokens", "hidden", "inter", "topk", "num_experts", "moe_tp", "moe_ep", "distribution",
+                        "latency_ms")] + by_dtype[dtype]
+                write(gpu, name + "_power_law.csv", first_per_shape(out, 8) if dtype == "w4a16_mxfp4" else out)
+
+
+def first_per_shape(out, key_len):
+    """The header and the first row of each shape (the first key_len columns), for the MXFP4 tables: the H200
+    MXFP4 collection (vLLM 0.19.1) holds some shapes twice, measured twice (e.g. 1 token, 128 experts: 0.083637
+    and 0.083365 ms); the file's first is kept. The other tables keep their repeated rows as before (the
+    loader reads every row; committed before this was added)."""
+    seen, kept = set(), [out[0]]
+    for r in out[1:]:
+        if tuple(r[:key_len]) not in seen:
+            seen.add(tuple(r[:key_len]))
+            kept.append(r)
+    return kept
 
 
 def write(gpu, name, out):

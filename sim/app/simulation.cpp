@@ -195,10 +195,13 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     LatencyModelSpec lm;
     lm.name = p.engine.latency_model;
     lm.tp = p.engine.tensor_parallel_size;
-    const std::optional<DType> forced =
-        resolve_weight_dtype(p.engine.weight_dtype, s.path + ": " + where.engine_key + ".weight_dtype");
+    const std::optional<DType> forced = weight_override(
+        res.model, resolve_weight_dtype(p.engine.weight_dtype, s.path + ": " + where.engine_key + ".weight_dtype"));
     lm.weight_dtype = served_weight_dtype(res.model, forced);
-    if (!forced) lm.weight_bits = checkpoint_weight_bits(res.model);  // as quantization_config stores them
+    if (!forced) {  // as quantization_config stores them
+      lm.weight_bits = checkpoint_weight_bits(res.model);
+      lm.dense_weights_16bit = checkpoint_dense_weights_16bit(res.model);
+    }
     lm.fp8_block_scaled = fp8_block_scaled(p.engine.weight_dtype);
     lm.moe_routing = resolve_moe_routing(p.engine.moe_routing, res.model.architecture,
                                          s.path + ": " + where.engine_key + ".moe_routing");

@@ -13,7 +13,9 @@
 #include "sim/core/units.h"
 #include "sim/model/config_reader.h"
 #include "sim/model/parallel_layout.h"
+#include "sim/model/sizing.h"
 #include "sim/perf/calibrated_model.h"
+#include "sim/perf/latency_factory.h"
 #include "sim/scenario/hardware_catalog.h"
 
 namespace po = boost::program_options;
@@ -48,7 +50,8 @@ po::options_description size_options() {
      "embeddings, lm_head, norms, routers and the modules it lists as not converted stay bf16), bf16 without one. "
      "A dtype overrides the config and puts every weight in it (mxfp4 4.25 bits, nvfp4 4.5, int4 4.125 with scales; "
      "fp8_block: 8 bits, and --recompute prices vLLM's block-scaled FP8 kernels; fp8 and auto use the per-tensor "
-     "FP8 rows, also on a checkpoint with weight_block_size)")
+     "FP8 rows, also on a checkpoint with weight_block_size); fp4 on an mxfp4 or nvfp4 checkpoint means that "
+     "checkpoint as stored)")
     ("context", po::value<std::vector<int64_t>>()->composing(),
      "context length in tokens; repeat for several (default 8192, 32768, 131072)")
     ("images", po::value<int>()->default_value(0), "images per request (vision-language configs)")
@@ -109,8 +112,11 @@ void print_recompute_section(const SizeReport& r, const SizeOptions& opt, const 
   LatencyTables tables =
       load_latency_tables(dir, opt.gpu->name, resolve_moe_routing("auto", r.spec.architecture, "moe_routing"));
   if (fp8_block_scaled(opt.weight_dtype_name)) tables = with_block_fp8_rows(std::move(tables));
+  const bool checkpoint = !weight_override(r.spec, opt.weight_dtype);  // weights as quantization_config stores them
   const CalibratedLatencyModel model(r.spec, *opt.gpu, opt.par.tp, r.weight_dtype, r.kv_dtype, tables,
-                                     engine_overhead(dir, engine_name(opt.engine)));
+                                     engine_overhead(dir, engine_name(opt.engine)), {}, {}, {},
+                                     checkpoint ? checkpoint_weight_bits(r.spec) : 0.0,
+                                     checkpoint && checkpoint_dense_weights_16bit(r.spec));
   int64_t max_context = r.spec.max_position_embeddings > 0 ? r.spec.max_position_embeddings : 131072;
   for (int64_t c : opt.contexts) max_context = std::max(max_context, c);
   const RecomputeReport rep = build_recompute_report(r.spec, model, r.kv_dtype, r.state_dtypes, opt.par, tiers,

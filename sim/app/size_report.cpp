@@ -13,7 +13,9 @@
 
 namespace kvsim {
 
-SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& opt) {
+SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& options) {
+  SizeOptions opt = options;
+  opt.weight_dtype = weight_override(spec, options.weight_dtype);  // "fp4" on an FP4 checkpoint: the checkpoint
   check_layout(spec, opt.par);
   SizeReport r;
   r.spec = spec;
@@ -289,7 +291,7 @@ void print_size_json(const std::vector<SizeReport>& reports, const SizeOptions& 
       << ", \"active_params\": " << r.spec.active_params << ", \"vision_params\": " << r.spec.vision_params
       << ", \"weight_dtype\": " << json_quote(dtype_name(r.weight_dtype))
       << ", \"weight_format\": " << json_quote(r.weight_format)
-      << ", \"quantized_params\": " << (opt.weight_dtype ? 0 : r.spec.quantized_params)
+      << ", \"quantized_params\": " << (weight_override(r.spec, opt.weight_dtype) ? 0 : r.spec.quantized_params)
       << ", \"weight_bytes\": " << r.weight_bytes << ", \"block_size\": " << r.block_size << ", \"tp\": " << opt.par.tp
       << ", \"dcp\": " << opt.par.dcp << ", \"per_gpu\": {\"kv_bytes_per_token\": " << r.kv_bytes_per_token_per_gpu
       << ", \"window_bytes_max\": " << r.window_bytes_max_per_gpu

@@ -57,7 +57,7 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   const std::string key = where.file + ": " + where.engine_key + ".";
   const EngineKind kind = parse_engine(e.kind, key + "kind");
   const DType kv = resolve_kv_dtype(model, e.kv_cache_dtype, key + "kv_cache_dtype");
-  const std::optional<DType> wd = resolve_weight_dtype(e.weight_dtype, key + "weight_dtype");
+  const std::optional<DType> wd = weight_override(model, resolve_weight_dtype(e.weight_dtype, key + "weight_dtype"));
   StateDtypes sdt;
   try {
     sdt = resolve_state_dtypes(model, e.state_dtype);

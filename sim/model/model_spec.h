@@ -137,6 +137,7 @@ struct ModelSpec {
   // (values and scales; the rest in 16 bits). Without a quantization_config, 2 x (params + vision).
   QuantScheme quant;
   int64_t quantized_params = 0;
+  int64_t quantized_dense_params = 0;  // of quantized_params, those outside the routed experts
   int64_t checkpoint_weight_bytes = 0;
 
   int count(LayerKind k) const;

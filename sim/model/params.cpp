@@ -241,6 +241,7 @@ void count_params(const JsonValue& doc, const JsonValue& c, ModelSpec& s) {
   }
   // The vision tower is kept in 16 bits (Kimi-K2.5 and gpt-oss-style configs ignore it).
   s.quantized_params = w.quantized_params();
+  s.quantized_dense_params = w.quantized_dense_params();
   s.checkpoint_weight_bytes = (s.params + s.vision_params - s.quantized_params) * 2 + (w.quantized_bits() + 7) / 8;
 }
 

@@ -256,6 +256,7 @@ int64_t WeightTally::linear(const std::string& module, int64_t out, int64_t in, 
     return n;
   }
   quantized_ += n;
+  if (copies == 1) quantized_dense_ += n;
   int64_t scales = 0;
   if (g->group_size > 0)
     scales = out * cdiv(in, g->group_size);

@@ -53,6 +53,9 @@ class WeightTally {
   int64_t other(int64_t n);
 
   int64_t quantized_params() const { return quantized_; }
+  // Of those, the ones outside stacked experts (linear() calls with copies == 1: attention, dense MLPs,
+  // shared experts).
+  int64_t quantized_dense_params() const { return quantized_dense_; }
   int64_t kept_params() const { return kept_; }
   // Bits of the quantised weights, scales and zero points included.
   int64_t quantized_bits() const { return quantized_bits_; }
@@ -68,6 +71,7 @@ class WeightTally {
   std::vector<ModulePattern> keep_;
   std::vector<Group> groups_;
   int64_t quantized_ = 0;
+  int64_t quantized_dense_ = 0;
   int64_t kept_ = 0;
   int64_t quantized_bits_ = 0;
 };

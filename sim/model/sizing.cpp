@@ -183,6 +183,13 @@ std::optional<DType> resolve_weight_dtype(const std::string& text, const std::st
   return parse_weight_dtype(text, what);
 }
 
+std::optional<DType> weight_override(const ModelSpec& spec, std::optional<DType> weight) {
+  if (weight == DType::kFp4 && spec.quant.quantized() && spec.quant.understood && spec.quantized_params > 0 &&
+      is_fp4(spec.quant.dtype()))
+    return std::nullopt;
+  return weight;
+}
+
 DType served_weight_dtype(const ModelSpec& spec, std::optional<DType> weight) {
   if (weight) return *weight;
   return spec.quant.quantized() && spec.quant.understood ? spec.quant.dtype() : DType::kBf16;

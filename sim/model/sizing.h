@@ -73,6 +73,12 @@ int64_t weight_bytes(const ModelSpec& spec, DType weight);
 int64_t weight_bytes(const ModelSpec& spec, std::optional<DType> weight);
 // "auto" -> nullopt, else parse_weight_dtype(text, what).
 std::optional<DType> resolve_weight_dtype(const std::string& text, const std::string& what);
+// The override the rest of kvsim applies: `weight` as resolved, except that the generic "fp4" on a
+// checkpoint stored in a 4-bit float format (mxfp4, nvfp4) names that format and keeps the checkpoint's
+// own layout (nullopt: its unquantised modules stay in 16 bits, its scales as stored). gpt-oss's MXFP4
+// checkpoint leaves attention, router, embeddings and lm_head in BF16 (modules_to_not_convert); data
+// sets that record only "fp4" for it mean that checkpoint, not every weight in FP4.
+std::optional<DType> weight_override(const ModelSpec& spec, std::optional<DType> weight);
 // The one dtype latency models see: the override, else the quantised weights' format, else BF16.
 DType served_weight_dtype(const ModelSpec& spec, std::optional<DType> weight);
 // Whether the step models price FP8 weights with vLLM's block-scaled kernels (Fp8LinearMethod with

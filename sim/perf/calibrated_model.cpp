@@ -52,7 +52,7 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
                                                DType kv_dtype, const LatencyTables& tables,
                                                const EngineOverhead& overhead, PagedBlockTerm block_term,
                                                const ParallelPlan& parallel, std::vector<int64_t> cudagraph_sizes,
-                                               double weight_bits)
+                                               double weight_bits, bool dense_weights_16bit)
     : gpu_(g), tp_(tp), block_term_(block_term), cudagraph_sizes_(std::move(cudagraph_sizes)), dp_(parallel.dp) {
   const std::string who = "calibrated latency model (" + m.name + " on " + g.name + "): ";
   if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
@@ -66,15 +66,18 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   const double wb = (weight_bits > 0 ? weight_bits : weight_bits_per_element(weight_dtype)) / 8.0;
   const double kvb = dtype_bytes(kv_dtype);
   kv_scale_ = kvb / 2.0;
-  weight_peak_ = {weight_flops(g, weight_dtype), g.hbm_bandwidth, wb};
+  expert_peak_ = {weight_flops(g, weight_dtype), g.hbm_bandwidth, wb};
+  // A checkpoint that quantises only the routed experts (gpt-oss MXFP4) runs every other linear layer
+  // as a BF16 GEMM (vLLM's UnquantizedLinearMethod for the modules_to_not_convert).
+  weight_peak_ = dense_weights_16bit ? bf16_peak_ : expert_peak_;
   if (tables.has_gemm()) gemm_ = GemmTable(tables.gemm, bf16_peak_);
   const bool fp8_weights = (weight_dtype == DType::kFp8 || weight_dtype == DType::kFp8DsMla) && g.fp8_flops > 0;
   // NVFP4 x NVFP4 rows (activations quantised too, vLLM's ModelOpt NVFP4 linear) for nvfp4 weights and
   // the generic fp4; MXFP4 (gpt-oss's experts) is another kernel and keeps the scaled BF16 rows.
   const bool nvfp4_weights = (weight_dtype == DType::kNvfp4 || weight_dtype == DType::kFp4) && g.fp4_flops > 0;
-  if (fp8_weights && !tables.gemm_fp8.empty())
+  if (!dense_weights_16bit && fp8_weights && !tables.gemm_fp8.empty())
     gemm_quant_ = GemmTable(tables.gemm_fp8, {g.fp8_flops, g.hbm_bandwidth, 1.0});
-  else if (nvfp4_weights && !tables.gemm_nvfp4.empty())
+  else if (!dense_weights_16bit && nvfp4_weights && !tables.gemm_nvfp4.empty())
     gemm_quant_ =
         GemmTable(tables.gemm_nvfp4, {g.fp4_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kNvfp4) / 8});
 
@@ -182,12 +185,18 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
     moe_inter_ = static_cast<double>(m.moe_intermediate_size) / moe_tensor_parallel_size(m, layout);
     expert_bytes_ = 3.0 * h * static_cast<double>(m.moe_intermediate_size) * wb * expert_weight_share(m, layout);
     // The measured fused-MoE table of the experts' dtype (FP8 rows for FP8 experts, else BF16 rows with
-    // the query's own SOL), at balanced routing's tokens per expert (moe_table.h). NVFP4 and INT4 tables
-    // store 4.5 and 4.125 bits per weight (E4M3 scale per 16; a BF16 scale per group of 128, the GPTQ /
-    // Marlin default); the query then scales by its own format's bytes. Any layout: the experts see the
-    // tokens of every DP rank, the EP rows (moe_ep > 1) measure a rank's share of the experts.
+    // the query's own SOL), at balanced routing's tokens per expert (moe_table.h). NVFP4, INT4 and MXFP4
+    // tables store 4.5, 4.125 and 4.25 bits per weight (E4M3 scale per 16; a BF16 scale per group of 128,
+    // the GPTQ / Marlin default; an E8M0 scale per 32); the query then scales by its own format's bytes.
+    // MXFP4 rows are W4A16 (aiconfigurator's w4a16_mxfp4: BF16 activations), so their SOL and the
+    // query's use the BF16 compute peak. Any layout: the experts see the tokens of every DP rank, the EP
+    // rows (moe_ep > 1) measure a rank's share of the experts.
     {
-      if (fp8_weights && !tables.moe_fp8.empty()) {
+      if (weight_dtype == DType::kMxfp4 && !tables.moe_mxfp4.empty()) {
+        const PeakRates w4a16 = {g.bf16_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kMxfp4) / 8};
+        moe_table_ = MoeTable(tables.moe_mxfp4, w4a16);
+        expert_peak_.flops = g.bf16_flops;
+      } else if (fp8_weights && !tables.moe_fp8.empty()) {
         moe_table_ = MoeTable(tables.moe_fp8, {g.fp8_flops, g.hbm_bandwidth, 1.0});
       } else if (is_fp4(weight_dtype) && g.fp4_flops > 0 && !tables.moe_nvfp4.empty()) {
         moe_table_ =
@@ -206,7 +215,7 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
       moe_fit_.per_byte_s = 1.0 / (cal_.gemm.eta_memory * g.hbm_bandwidth);
       moe_fit_.per_flop_s = 1.0 / (cal_.gemm.eta_compute * g.bf16_flops);
     }
-    moe_fit_.per_flop_s *= g.bf16_flops / weight_peak_.flops;  // FP8 experts run at the FP8 rate
+    moe_fit_.per_flop_s *= g.bf16_flops / expert_peak_.flops;  // FP8 experts run at the FP8 rate
   }
 
   if (tp > 1) {
@@ -318,7 +327,7 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
   if (moe_layers_ > 0) {
     if (!moe_table_.empty()) {
       const MoeShape q{hidden_, moe_inter_, topk_, num_experts_, moe_ep_};
-      r.moe_s = moe_layers_ * moe_table_.seconds(n * dp_, q, weight_peak_);
+      r.moe_s = moe_layers_ * moe_table_.seconds(n * dp_, q, expert_peak_);
     } else {
       // The experts see the tokens of every DP rank (each assumed as large as this one).
       const double bytes = experts_touched(n * dp_, topk_, num_experts_) * expert_bytes_ + 4.0 * n * hidden_;

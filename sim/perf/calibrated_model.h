@@ -74,7 +74,7 @@ class CalibratedLatencyModel final : public ILatencyModel {
   CalibratedLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
                          const LatencyTables& tables, const EngineOverhead& overhead, PagedBlockTerm block_term = {},
                          const ParallelPlan& parallel = {}, std::vector<int64_t> cudagraph_sizes = {},
-                         double weight_bits = 0);
+                         double weight_bits = 0, bool dense_weights_16bit = false);
 
   Duration step_time(const BatchShape& batch) const override;
   std::string name() const override { return "calibrated"; }
@@ -91,7 +91,7 @@ class CalibratedLatencyModel final : public ILatencyModel {
   double bf16_gemm_seconds(double m, double n, double k) const;
   bool uses_quantised_gemm_table() const { return !gemm_quant_.empty(); }
   bool uses_moe_table() const { return !moe_table_.empty(); }
-  // The compute and memory limits of the hardware file for this dtype (for tests).
+  // The compute and memory limits of the hardware file for the dense GEMMs' weights (for tests).
   PeakRates peak_rates() const { return weight_peak_; }
 
  private:
@@ -117,7 +117,9 @@ class CalibratedLatencyModel final : public ILatencyModel {
   MoeTable moe_table_;                    // measured fused-MoE table (empty: fitted roofline)
   std::vector<int64_t> cudagraph_sizes_;  // vLLM capture sizes (empty: no padding)
   double kv_scale_ = 1;                   // KV bytes per element / 2 (BF16-cache decode fits)
-  PeakRates bf16_peak_, weight_peak_;
+  PeakRates bf16_peak_;
+  PeakRates weight_peak_;  // the dense GEMMs' weights (BF16 when the checkpoint keeps them in 16 bits)
+  PeakRates expert_peak_;  // the routed experts' weights
   double hidden_ = 0;
   double memory_op_bytes_per_token_ = 0;  // element-wise kernels, per step, per token
   int memory_ops_ = 0;                    // element-wise kernels per step

@@ -55,9 +55,9 @@ std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const
     if (tables) {
       const PagedBlockTerm block =
           term ? PagedBlockTerm(sm, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
-      st.model =
-          std::make_unique<CalibratedLatencyModel>(sm, stage_gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, *tables,
-                                                   no_overhead, block, plan, capture_sizes(spec), spec.weight_bits);
+      st.model = std::make_unique<CalibratedLatencyModel>(sm, stage_gpu, spec.tp, spec.weight_dtype, spec.kv_dtype,
+                                                          *tables, no_overhead, block, plan, capture_sizes(spec),
+                                                          spec.weight_bits, spec.dense_weights_16bit);
     } else {
       const PagedBlockTerm block = term && spec.default_block_size > 0
                                        ? PagedBlockTerm(sm, spec.tp, spec.block_size, spec.default_block_size)
@@ -84,6 +84,10 @@ double checkpoint_weight_bits(const ModelSpec& m) {
   return (static_cast<double>(m.checkpoint_weight_bytes) - 2.0 * kept) * 8.0 / static_cast<double>(m.quantized_params);
 }
 
+bool checkpoint_dense_weights_16bit(const ModelSpec& m) {
+  return m.quant.quantized() && m.quant.understood && m.quantized_params > 0 && m.quantized_dense_params == 0;
+}
+
 std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, const ModelSpec& model,
                                                   const GpuSpec& gpu, const std::string& key) {
   const bool term = spec.block_cost && spec.block_size > 0;
@@ -105,7 +109,7 @@ std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, 
   return std::make_unique<CalibratedLatencyModel>(
       model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, tables,
       overhead_for_version(engine_overhead(spec.tables_dir, spec.engine_kind), spec.engine_version), block, plan,
-      capture_sizes(spec), spec.weight_bits);
+      capture_sizes(spec), spec.weight_bits, spec.dense_weights_16bit);
 }
 
 }  // namespace kvsim

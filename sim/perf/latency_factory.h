@@ -33,6 +33,10 @@ struct LatencyModelSpec {
   // Bits per quantised weight, scales included, when the weights are served as the checkpoint stores
   // them (checkpoint_weight_bits); 0 = the dtype's default (weight_bits_per_element).
   double weight_bits = 0;
+  // The checkpoint quantises the routed experts only (checkpoint_dense_weights_16bit): the calibrated
+  // model prices attention, dense MLP, shared-expert and LM-head GEMMs in BF16, the experts in
+  // weight_dtype.
+  bool dense_weights_16bit = false;
   // FP8 weights with block scales (fp8_block_scaled, sizing.h): the calibrated model reads the tables'
   // block-scaled FP8 rows (with_block_fp8_rows) where the GPU has them.
   bool fp8_block_scaled = false;
@@ -48,9 +52,12 @@ struct LatencyModelSpec {
 // out of config.json's quantization_config (ModelSpec::checkpoint_weight_bytes, quantized_params):
 // (checkpoint bytes - 2 x unquantised parameters) x 8 / quantised parameters. 0 when nothing is
 // quantised. E.g. gpt-oss MXFP4 (E8M0 scale per 32) 4.25; DeepSeek-V3 FP8 with 128 x 128 FP32 block
-// scales 8 + 32 / 16384. The step models apply it to every linear weight (the unquantised attention of
-// such checkpoints is not told apart).
+// scales 8 + 32 / 16384. The calibrated model applies it to the quantised weights (the dense GEMMs too
+// unless dense_weights_16bit), the roofline to every linear weight.
 double checkpoint_weight_bits(const ModelSpec& model);
+// Whether the checkpoint quantises only the routed experts, every other linear layer kept in 16 bits
+// (gpt-oss: modules_to_not_convert lists self_attn, router, embed and lm_head).
+bool checkpoint_dense_weights_16bit(const ModelSpec& model);
 
 // The block size aiconfigurator's vLLM attention collector ran at (collector/vllm/collect_attn.py:
 // block_size = 64), i.e. the block size the calibrated attention tables describe.

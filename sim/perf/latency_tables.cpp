@@ -110,7 +110,8 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
                             {&t.moe_fp8, "moe_fp8"},
                             {&t.moe_fp8_block, "moe_fp8_block"},
                             {&t.moe_nvfp4, "moe_nvfp4"},
-                            {&t.moe_int4, "moe_int4"}}) {
+                            {&t.moe_int4, "moe_int4"},
+                            {&t.moe_mxfp4, "moe_mxfp4"}}) {
     if (moe_routing != "balanced")
       *rows = read_moe((dir / (std::string(name) + "_power_law.csv")).string(), moe_routing);
     if (rows->empty()) *rows = read_moe((dir / (std::string(name) + ".csv")).string());

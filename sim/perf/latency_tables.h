@@ -48,11 +48,12 @@ struct LatencyTables {
   std::vector<MoePoint> moe_fp8_block;  // block-scaled FP8 experts, moe_fp8_block.csv
   std::vector<MoePoint> moe_nvfp4;      // NVFP4 experts (FP4 tensor cores), moe_nvfp4.csv
   std::vector<MoePoint> moe_int4;       // INT4 weight-only experts (W4A16, Marlin), moe_int4.csv
+  std::vector<MoePoint> moe_mxfp4;      // MXFP4 weight-only experts (W4A16, gpt-oss), moe_mxfp4.csv
   bool has_gemm() const { return !gemm.empty(); }
 };
 
 // Reads <root>/<gpu>/{gemm,gemm_fp8,gemm_fp8_block,gemm_nvfp4,context_attention,generation_attention,allreduce,moe,
-// moe_fp8,moe_fp8_block,moe_nvfp4,moe_int4}.csv. A missing folder or file leaves that table empty (the model
+// moe_fp8,moe_fp8_block,moe_nvfp4,moe_int4,moe_mxfp4}.csv. A missing folder or file leaves that table empty (the model
 // then falls back to the roofline); a malformed file is an InputError naming file, line and column.
 // `moe_routing`: the routing the fused-MoE rows were measured under. "balanced" (every expert n x k / E
 // tokens: the <table>.csv files) or one of aiconfigurator's power-law loads, "power_law_1.01" /

@@ -34,6 +34,32 @@ TEST(QuantizedWeights, GptOss120bMxfp4ExpertsOnly) {
   EXPECT_EQ(weight_bytes(m, std::nullopt), expected);
   EXPECT_NEAR(expected / 1073741824.0, 60.77, 0.01);  // not 217.6 GiB as BF16
   EXPECT_EQ(served_weight_dtype(m, std::nullopt), DType::kMxfp4);
+  // Every quantised weight is a stacked expert: none of attention (or anything else) is.
+  EXPECT_EQ(m.quantized_dense_params, 0);
+}
+
+// DeepSeek-V3 quantises its dense layers too: MLA projections (61 x 187,105,280), the first three dense
+// MLPs (3 x 396,361,728) and the 58 shared experts (58 x 3 x 2,048 x 7,168 = 58 x 44,040,192), as counted
+// in DeepSeekV3Fp8BlockScalesCountPartialBlocks below.
+TEST(QuantizedWeights, DenseQuantisedParamsLeaveOutTheRoutedExperts) {
+  const ModelSpec m = read_model_config("models/deepseek-v3.json");
+  EXPECT_EQ(m.quantized_dense_params, 61LL * 187105280 + 3LL * 396361728 + 58LL * 44040192);
+  EXPECT_EQ(read_model_config("models/qwen3-8b.json").quantized_dense_params, 0);  // no quantization_config
+}
+
+// The generic "fp4" on a checkpoint stored in a 4-bit float format means that format as stored: gpt-oss's
+// MXFP4 experts with the BF16 rest (60.77 GiB, above), not every parameter in FP4. "fp4" on a BF16 or an
+// FP8 checkpoint, and any named format, still override.
+TEST(QuantizedWeights, GenericFp4OnAnFp4CheckpointKeepsTheCheckpoint) {
+  const ModelSpec oss = read_model_config("models/gpt-oss-120b.json");
+  EXPECT_EQ(weight_override(oss, DType::kFp4), std::nullopt);
+  EXPECT_EQ(served_weight_dtype(oss, weight_override(oss, DType::kFp4)), DType::kMxfp4);
+  EXPECT_EQ(weight_bytes(oss, weight_override(oss, DType::kFp4)), 65248815744);
+  EXPECT_EQ(weight_override(oss, DType::kNvfp4), DType::kNvfp4);
+  EXPECT_EQ(weight_override(oss, DType::kBf16), DType::kBf16);
+  EXPECT_EQ(weight_override(oss, std::nullopt), std::nullopt);
+  EXPECT_EQ(weight_override(read_model_config("models/qwen3-8b.json"), DType::kFp4), DType::kFp4);
+  EXPECT_EQ(weight_override(read_model_config("models/deepseek-v3.json"), DType::kFp4), DType::kFp4);
 }
 
 TEST(QuantizedWeights, DeepSeekV3Fp8BlockScalesCountPartialBlocks) {

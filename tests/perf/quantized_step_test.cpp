@@ -456,5 +456,55 @@ TEST(MoeTable, ExpertParallelShardsUseTheMeasuredEpRows) {
   EXPECT_NEAR(sglang.breakdown(b).moe_s, 48 * sol(2) / u, 1e-12);
 }
 
+// gpt-oss's MXFP4 experts use the measured W4A16 MXFP4 fused-MoE rows (models/latency/h200/moe_mxfp4.csv,
+// kernel vllm_mxfp4_moe, from h200_sxm/moe/vllm/0.19.0/moe_perf.parquet), rows of gpt-oss-120b's expert
+// shape (hidden 2,880, inter 2,880, top-4, 128 experts):
+//   balanced  64,2880,2880,4,128,1,1 -> 0.7158400217692057 ms;  moe_tp 2: 64,2880,2880,4,128,2,1 ->
+//   0.4179519812266032 ms;  power_law_1.2 64,2880,2880,4,128,1,1 -> 0.563270378112793 ms.
+// A 64-token step of the 36 MoE layers costs 36 x the row, at TP 2 (plain TP: each expert split in two,
+// inter 1,440 per GPU) 36 x the moe-TP-2 row.
+TEST(MoeTable, GptOssMxfp4ExpertsUseTheMeasuredMxfp4Rows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const std::string root = kRoot + "/models/latency";
+  const LatencyTables t = load_latency_tables(root, "h200");
+  const ModelSpec m = read_model_config(kRoot + "/models/gpt-oss-120b.json");
+  ASSERT_EQ(m.layers.size(), 36u);
+  const BatchShape b = decode_64();
+  const double bits = checkpoint_weight_bits(m);
+  const CalibratedLatencyModel tp1(m, hw.gpu("h200"), 1, DType::kMxfp4, DType::kBf16, t, {}, {}, {}, {}, bits, true);
+  EXPECT_TRUE(tp1.uses_moe_table());
+  EXPECT_NEAR(tp1.breakdown(b).moe_s, 36 * 0.7158400217692057e-3, 1e-12);
+  const CalibratedLatencyModel tp2(m, hw.gpu("h200"), 2, DType::kMxfp4, DType::kBf16, t, {}, {}, {}, {}, bits, true);
+  EXPECT_NEAR(tp2.breakdown(b).moe_s, 36 * 0.4179519812266032e-3, 1e-12);
+  const LatencyTables skewed = load_latency_tables(root, "h200", "power_law_1.2");
+  const CalibratedLatencyModel pl(m, hw.gpu("h200"), 1, DType::kMxfp4, DType::kBf16, skewed, {}, {}, {}, {}, bits,
+                                  true);
+  EXPECT_NEAR(pl.breakdown(b).moe_s, 36 * 0.563270378112793e-3, 1e-12);
+  // The collection's 27 token counts x 16 layouts (128 experts: EP 1..128 and moe-TP 2; 32 experts: EP
+  // 1..32 and moe-TP 2), each shape once. B200 keeps no MXFP4 table (PROVENANCE.md).
+  EXPECT_EQ(t.moe_mxfp4.size(), 27u * 16);
+  EXPECT_TRUE(load_latency_tables(root, "b200").moe_mxfp4.empty());
+}
+
+// gpt-oss keeps attention in BF16 (modules_to_not_convert): with dense_weights_16bit its dense GEMMs are the
+// measured BF16 rows of models/latency/h200/gemm.csv (aiconfigurator H200 vLLM 0.19.0, gemm_bf16.csv):
+// 1,4096,4096 -> 0.0132649 ms; 1,4096,8192 -> 0.0214391 ms. The checkpoint says so
+// (checkpoint_dense_weights_16bit); DeepSeek-V3 (FP8 attention and shared experts) and BF16 models do not.
+TEST(QuantizedStepWeights, ExpertOnlyCheckpointsRunDenseGemmsInBf16) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
+  const ModelSpec m = read_model_config(kRoot + "/models/gpt-oss-120b.json");
+  EXPECT_TRUE(checkpoint_dense_weights_16bit(m));
+  EXPECT_FALSE(checkpoint_dense_weights_16bit(read_model_config(kRoot + "/models/deepseek-v3.json")));
+  EXPECT_FALSE(checkpoint_dense_weights_16bit(read_model_config(kRoot + "/models/qwen3-8b.json")));
+  const CalibratedLatencyModel model(m, hw.gpu("h200"), 1, DType::kMxfp4, DType::kBf16, t, {}, {}, {}, {}, 4.25, true);
+  EXPECT_FALSE(model.uses_quantised_gemm_table());
+  EXPECT_NEAR(model.gemm_seconds(1, 4096, 4096), 0.0132649e-3, 1e-12);
+  EXPECT_NEAR(model.gemm_seconds(1, 4096, 8192), 0.0214391e-3, 1e-12);
+  // Without the flag (every linear weight MXFP4) the same GEMM reads 4.25-bit weights: faster than BF16.
+  const CalibratedLatencyModel all_mxfp4(m, hw.gpu("h200"), 1, DType::kMxfp4, DType::kBf16, t, {}, {}, {}, {}, 4.25);
+  EXPECT_LT(all_mxfp4.gemm_seconds(1, 4096, 4096), 0.0132649e-3 * 0.5);
+}
+
 }  // namespace
 }  // namespace kvsim
