@@ -13,6 +13,7 @@
 #include "sim/core/errors.h"
 #include "sim/core/input_file.h"
 #include "sim/metrics/quantiles.h"
+#include "sim/model/config_reader.h"
 #include "sim/model/dtype.h"
 #include "sim/model/model_spec.h"
 #include "sim/perf/csv_file.h"
@@ -123,6 +124,7 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       for (const auto& [k, v] : hw.gpus) known += (known.empty() ? "" : ", ") + k;
       throw InputError(f.where(r, c_gpu) + ": unknown GPU '" + p.gpu + "' (known: " + known + ")");
     }
+    p.gpu_fp8 = hw.gpus.at(p.gpu).fp8_flops > 0;
     p.tp = static_cast<int>(positive_int(c_tp, kMaxTp));
     p.isl = positive_int(c_isl);
     p.osl = positive_int(c_osl);
@@ -231,6 +233,24 @@ DeploymentFlags generator_deployment(const ValidationPoint& p) {
   return f;
 }
 
+std::string point_kv_dtype(const ValidationPoint& p, ValidationProtocol::KvRule rule) {
+  using Rule = ValidationProtocol::KvRule;
+  if (p.kv_dtype != "auto" || rule == Rule::kColumn) return p.kv_dtype;
+  const std::string& w = p.dtype;
+  // FP8 or NVFP4 weights: the formats whose checkpoints aiconfigurator maps to an FP8 cache (fp8,
+  // fp8_block, nvfp4; helpers.py since #338). The generic "fp4" names MXFP4 on an MXFP4 checkpoint
+  // (weight_override), NVFP4 otherwise; "auto" is the checkpoint's own format.
+  const bool fp8_or_nvfp4 = w == "fp8" || w == "fp8_block" || w == "nvfp4" ||
+                            (w == "fp4" && p.checkpoint_quant != "mxfp4") ||
+                            (w == "auto" && p.checkpoint_quant == "fp8");
+  if (!p.gpu_fp8) return "auto";  // float16 below SM 89 (Task._get_quant_mode): the model dtype
+  if (rule == Rule::kWeights) return fp8_or_nvfp4 ? "fp8" : "auto";
+  const std::string& date = p.measured;                    // YYYY-MM-DD: dates compare as strings
+  if (date.empty() || date < "2025-12-04") return "auto";  // the generator passed no KV dtype (before #144)
+  if (date < "2026-02-11") return "fp8";                   // Task._get_quant_mode: fp8 for SM >= 89
+  return fp8_or_nvfp4 ? "fp8" : "auto";                    // inferred from the checkpoint (#338)
+}
+
 PointMeans measured_means(const RunCollector& c, int64_t first_id) {
   PointMeans m;
   double ttft = 0, tpot = 0;
@@ -263,7 +283,10 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   if (!p.engine_version.empty()) y += "  version: \"" + p.engine_version + "\"\n";
   y += "  tensor_parallel_size: " + std::to_string(p.tp) + "\n";
   y += "  weight_dtype: " + (p.fp8_block && protocol.fp8_block_columns ? std::string("fp8_block") : p.dtype) + "\n";
-  y += "  kv_cache_dtype: " + p.kv_dtype + "\n";
+  ValidationPoint q = p;  // the checkpoint's quant_method, needed only by a KV rule
+  if (protocol.kv_rule != ValidationProtocol::KvRule::kColumn && p.kv_dtype == "auto")
+    q.checkpoint_quant = read_model_config(p.model).quant.method;
+  y += "  kv_cache_dtype: " + point_kv_dtype(q, protocol.kv_rule) + "\n";
   y += "  latency_model: " + latency_model + "\n";
   y += "  enable_prefix_caching: false\n";
   y += parallel_engine_yaml(p.parallel);
@@ -305,13 +328,22 @@ ValidationProtocol::Deployment parse_deployment(const std::string& value, const 
   throw InputError(where + ": unknown value '" + value + "' (known: engine-defaults, aiconfigurator)");
 }
 
+// "column" | "aiconfigurator" | "weights" (ValidationProtocol::KvRule); an error naming `where` otherwise.
+ValidationProtocol::KvRule parse_kv_rule(const std::string& value, const std::string& where) {
+  if (value == "column") return ValidationProtocol::KvRule::kColumn;
+  if (value == "aiconfigurator") return ValidationProtocol::KvRule::kAiconfigurator;
+  if (value == "weights") return ValidationProtocol::KvRule::kWeights;
+  throw InputError(where + ": unknown value '" + value + "' (known: column, aiconfigurator, weights)");
+}
+
 // A points file states how its points were measured in a comment line before the header:
 //   # protocol: warmup_per_slot=0 requests_per_slot=10 [client=NAME] [deployment=engine-defaults|aiconfigurator]
+//               [kv_dtype=column|aiconfigurator|weights]
 //               [(free text to the end of the line)]
 // (models/latency/README.md, "Closed-loop measurement protocol"). Values given on the command line win.
 // Returns the client named, or "" when the file has no protocol line.
 std::string read_protocol_directive(const std::string& path, ValidationProtocol& protocol, bool warmup_given,
-                                    bool requests_given, bool deployment_given) {
+                                    bool requests_given, bool deployment_given, bool kv_given) {
   LineReader reader(path, "points file");
   std::string_view line;
   std::string client;
@@ -357,9 +389,14 @@ std::string read_protocol_directive(const std::string& path, ValidationProtocol&
         if (!deployment_given) protocol.deployment = d;
         continue;
       }
+      if (key == "kv_dtype") {
+        const auto k = parse_kv_rule(value, where + ": protocol kv_dtype");
+        if (!kv_given) protocol.kv_rule = k;
+        continue;
+      }
       if (key != "warmup_per_slot" && key != "requests_per_slot")
         throw InputError(where + ": unknown protocol key '" + key +
-                         "' (known: warmup_per_slot, requests_per_slot, client, deployment)");
+                         "' (known: warmup_per_slot, requests_per_slot, client, deployment, kv_dtype)");
       const int lo = key == "warmup_per_slot" ? 0 : 1;
       const bool digits = value.find_first_not_of("0123456789") == std::string::npos && value.size() <= 6;
       const int v = digits ? std::stoi(value) : -1;
@@ -409,6 +446,11 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
      "1500 without chunking, vLLM max_num_batched_tokens = c + isl + 1500 from 2026-01-08, SGLang "
      "max_prefill_tokens = isl + 1500 and enable_mixed_chunk from 2026-01-19); overrides the file's "
      "'# protocol:' line (deployment=...); default engine-defaults")
+    ("kv-dtype", po::value<std::string>(),
+     "KV cache dtype of a row whose kv_dtype column is empty: column (the engine's default, the checkpoint's "
+     "dtype), aiconfigurator (what aiconfigurator's generator passed on the row's `measured` date: none before "
+     "2025-12-04, fp8 on FP8 GPUs until 2026-02-11, then fp8 for FP8 / NVFP4 weights only) or weights (fp8 for "
+     "FP8 / NVFP4 weights on FP8 GPUs); overrides the file's '# protocol:' line (kv_dtype=...); default column")
     ("latency-model", po::value<std::string>()->default_value("calibrated"), "calibrated | roofline")
     ("hardware-dir", po::value<std::string>()->default_value(kDefaultHardwareDir), "hardware catalog directory")
     ("points", po::value<std::string>(), "the CSV of measured points (positional)");
@@ -442,14 +484,16 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     throw InputError("--extra-clients must be in [0, " + std::to_string(kMaxConcurrency) + "]");
   if (vm.count("deployment"))
     protocol.deployment = parse_deployment(vm["deployment"].as<std::string>(), "--deployment");
+  if (vm.count("kv-dtype")) protocol.kv_rule = parse_kv_rule(vm["kv-dtype"].as<std::string>(), "--kv-dtype");
   const std::string lm = vm["latency-model"].as<std::string>();
   if (lm != "calibrated" && lm != "roofline")
     throw InputError("--latency-model: unknown model '" + lm + "' (known: calibrated, roofline)");
   const std::string hw = vm["hardware-dir"].as<std::string>();
   const std::string path = vm["points"].as<std::string>();
   const auto points = read_validation_points(path, hw);
-  const std::string client = read_protocol_directive(path, protocol, !vm["warmup-per-slot"].defaulted(),
-                                                     !vm["requests-per-slot"].defaulted(), vm.count("deployment") > 0);
+  const std::string client =
+      read_protocol_directive(path, protocol, !vm["warmup-per-slot"].defaulted(), !vm["requests-per-slot"].defaulted(),
+                              vm.count("deployment") > 0, vm.count("kv-dtype") > 0);
 
   std::vector<Row> rows;
   std::vector<int> excluded;  // lines of points with no finished request
@@ -506,6 +550,10 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
           : protocol.deployment == ValidationProtocol::Deployment::kAiconfigurator
               ? "per-row scheduler settings, else aiconfigurator's generator flags at the measured date"
               : "per-row scheduler settings")
+      << (protocol.kv_rule == ValidationProtocol::KvRule::kAiconfigurator ? ", KV dtype of empty kv_dtype cells "
+                                                                            "from aiconfigurator's generator"
+          : protocol.kv_rule == ValidationProtocol::KvRule::kWeights      ? ", FP8 KV cache for FP8 / NVFP4 weights"
+                                                                          : "")
       << (protocol.extra_clients > 0 ? ", " + std::to_string(protocol.extra_clients) + " extra client(s) (H1)" : "")
       << ", latency model " << lm << "\n";
   std::snprintf(buf, sizeof buf, "%-18s %6s %12s %10s %12s %10s\n", "class", "points", "TTFT median", "TTFT p90",

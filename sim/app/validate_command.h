@@ -26,6 +26,8 @@ struct ValidationPoint {
   std::string kv_dtype = "auto";  // the `kv_dtype` column (bf16, fp8, ...); empty or auto: engine default
   // gemm_quant_mode or moe_quant_mode is fp8_block (block-scaled FP8 weights; --fp8-block-columns).
   bool fp8_block = false;
+  bool gpu_fp8 = false;          // the GPU has an FP8 peak (fp8_flops > 0: SM >= 89 on NVIDIA)
+  std::string checkpoint_quant;  // the model config's quantization_config.quant_method ("" = none)
   int tp = 1;
   int64_t isl = 0, osl = 0;
   int concurrency = 0;
@@ -70,7 +72,23 @@ struct ValidationProtocol {
   // file's '# protocol:' line (deployment=engine-defaults|aiconfigurator).
   enum class Deployment { kEngineDefaults, kAiconfigurator };
   Deployment deployment = Deployment::kEngineDefaults;
+  // The KV cache dtype of a row whose kv_dtype column is empty (point_kv_dtype()): kColumn the engine's
+  // default ("auto"), kAiconfigurator what aiconfigurator's generator passed on the row's `measured`
+  // date, kWeights FP8 whenever the weights are FP8 or NVFP4. Set by --kv-dtype or the file's
+  // '# protocol:' line (kv_dtype=column|aiconfigurator|weights).
+  enum class KvRule { kColumn, kAiconfigurator, kWeights };
+  KvRule kv_rule = KvRule::kColumn;
 };
+
+// The kv_cache_dtype a point runs with under `rule` (ValidationProtocol::KvRule). A kv_dtype column
+// always wins. kAiconfigurator (ai-dynamo/aiconfigurator; the generator passes the SDK's
+// kvcache_quant_mode as vLLM / SGLang --kv-cache-dtype and TRT-LLM kv_cache_config.dtype since
+// 2025-12-04, #144): before that date, or without a date, the engine's default ("auto"); until #338
+// (2026-02-11) Task._get_quant_mode's fp8 on every GPU with FP8 (SM >= 89); from then on the
+// checkpoint's format (sdk/models/helpers.py): fp8 for FP8 and NVFP4 weights, the model dtype for
+// MXFP4 (gpt-oss), INT4 and 16-bit weights. kWeights: fp8 for FP8 and NVFP4 weights on a GPU with FP8,
+// whatever the date. Returns "auto" or a dtype name.
+std::string point_kv_dtype(const ValidationPoint& p, ValidationProtocol::KvRule rule);
 
 // The scheduler flags aiconfigurator's generator (ai-dynamo/aiconfigurator, generator/rule_plugin/*.rule
 // and backend_templates/) gave an aggregated worker serving one point with max_batch_size = concurrency,

@@ -108,5 +108,73 @@ TEST(ValidateDtypeColumns, Fp8BlockQuantModeRunsBlockScaledFp8) {
                "column 'moe_quant_mode': fp8_block contradicts the row's weight dtype 'nvfp4'", h);
 }
 
+// The KV dtype rules for rows whose kv_dtype column is empty (point_kv_dtype). aiconfigurator's dates:
+// #144 (2025-12-04) is the first generator that passes a KV dtype; until #338 (2026-02-11)
+// Task._get_quant_mode gives fp8 to every GPU with FP8; from #338 on the checkpoint decides: fp8 for
+// FP8 and NVFP4 weights, the model dtype for MXFP4 (gpt-oss), INT4 and BF16.
+TEST(ValidateDtypeColumns, KvRulesFollowTheGeneratorByDateAndTheWeights) {
+  using Rule = ValidationProtocol::KvRule;
+  ValidationPoint p;
+  p.gpu_fp8 = true;
+  p.dtype = "fp8";
+  EXPECT_EQ(point_kv_dtype(p, Rule::kColumn), "auto");
+  EXPECT_EQ(point_kv_dtype(p, Rule::kWeights), "fp8");
+  EXPECT_EQ(point_kv_dtype(p, Rule::kAiconfigurator), "auto");  // no date: the engine's default
+  p.measured = "2025-12-03";
+  EXPECT_EQ(point_kv_dtype(p, Rule::kAiconfigurator), "auto");
+  p.measured = "2025-12-04";
+  EXPECT_EQ(point_kv_dtype(p, Rule::kAiconfigurator), "fp8");
+  p.dtype = "bf16";  // before #338: fp8 whatever the weights
+  EXPECT_EQ(point_kv_dtype(p, Rule::kAiconfigurator), "fp8");
+  EXPECT_EQ(point_kv_dtype(p, Rule::kWeights), "auto");
+  p.measured = "2026-02-11";
+  EXPECT_EQ(point_kv_dtype(p, Rule::kAiconfigurator), "auto");
+  p.dtype = "fp4";  // NVFP4 on a checkpoint that is not MXFP4
+  EXPECT_EQ(point_kv_dtype(p, Rule::kAiconfigurator), "fp8");
+  p.checkpoint_quant = "mxfp4";  // gpt-oss: "fp4" is its MXFP4 checkpoint, KV in BF16
+  EXPECT_EQ(point_kv_dtype(p, Rule::kAiconfigurator), "auto");
+  EXPECT_EQ(point_kv_dtype(p, Rule::kWeights), "auto");
+  p.dtype = "int4";
+  p.checkpoint_quant = "compressed-tensors";
+  EXPECT_EQ(point_kv_dtype(p, Rule::kAiconfigurator), "auto");
+  p.dtype = "auto";  // the checkpoint's own FP8
+  p.checkpoint_quant = "fp8";
+  EXPECT_EQ(point_kv_dtype(p, Rule::kAiconfigurator), "fp8");
+  p.gpu_fp8 = false;  // below SM 89: float16 (the model dtype)
+  EXPECT_EQ(point_kv_dtype(p, Rule::kAiconfigurator), "auto");
+  EXPECT_EQ(point_kv_dtype(p, Rule::kWeights), "auto");
+  p.gpu_fp8 = true;
+  p.kv_dtype = "bf16";  // a kv_dtype column always wins
+  EXPECT_EQ(point_kv_dtype(p, Rule::kAiconfigurator), "bf16");
+}
+
+// The rule reaches the scenario, reads the GPU's FP8 peak from the catalog (H100 has one, A100 none) and
+// comes from --kv-dtype or the file's protocol line; an unknown value is refused naming the key.
+TEST(ValidateDtypeColumns, KvRuleReachesTheScenarioFromTheProtocolLine) {
+  const std::string rows = std::string(kRow) + "fp8,,\n" + "models/qwen3-8b.json,a100-80gb,1,1024,8,1,50,5,bf16,,\n";
+  const auto ps = points("vdt_rule.csv", rows);
+  ASSERT_EQ(ps.size(), 2u);
+  EXPECT_TRUE(ps[0].gpu_fp8);
+  EXPECT_FALSE(ps[1].gpu_fp8);
+  ValidationProtocol w;
+  w.kv_rule = ValidationProtocol::KvRule::kWeights;
+  EXPECT_EQ(validation_scenario(ps[0], w, "models/hardware", "calibrated").engine.kv_cache_dtype, "fp8");
+  EXPECT_EQ(validation_scenario(ps[1], w, "models/hardware", "calibrated").engine.kv_cache_dtype, "auto");
+  const std::string ok =
+      write_temp("vdt_rule_line.csv", "# protocol: warmup_per_slot=0 requests_per_slot=1 kv_dtype=weights\n" +
+                                          std::string(kHeader) + kRow + "fp8,,\n");
+  const testing::CliResult r = run_kvsim("validate " + ok);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("FP8 KV cache for FP8 / NVFP4 weights"), std::string::npos) << r.out;
+  EXPECT_EQ(run_kvsim("validate " + ok + " --kv-dtype column").out.find("FP8 KV cache"), std::string::npos);
+  const std::string bad =
+      write_temp("vdt_rule_bad.csv", "# protocol: warmup_per_slot=0 requests_per_slot=1 kv_dtype=fp9\n" +
+                                         std::string(kHeader) + kRow + "fp8,,\n");
+  const testing::CliResult b = run_kvsim("validate " + bad);
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_NE(b.out.find(bad + ":1: protocol kv_dtype: unknown value 'fp9'"), std::string::npos) << b.out;
+  EXPECT_EQ(run_kvsim("validate " + ok + " --kv-dtype x").exit_code, 2);
+}
+
 }  // namespace
 }  // namespace kvsim
