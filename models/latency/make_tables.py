@@ -195,13 +195,13 @@ def main():
                 out.append((r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
                             r["moe_tp_size"], r["moe_ep_size"], r["latency"]))
             write(gpu, "moe_fp8.csv", out)
-            # Quantised expert kernels where the collection has them (B200, B300; H200 INT4 only): NVFP4 (FlashInfer TRT-LLM
-            # FP4 MoE) and INT4 weight-only (Marlin), balanced routing; MXFP4 weight-only (w4a16_mxfp4, kernel
-            # vllm_mxfp4_moe, gpt-oss's expert shapes only), each shape once (first_per_shape), H200 only: B200's
-            # rows fail the plausibility check in PROVENANCE.md (16 % of HBM bandwidth with all experts touched,
-            # H200 49 %), so B200 keeps no MXFP4 table.
-            for dtype, name in (("nvfp4", "moe_nvfp4.csv"), ("int4_wo", "moe_int4.csv"),
-                                ("w4a16_mxfp4", "moe_mxfp4.csv")):
+            # Quantised expert kernels where the collection has them (B200, B300): NVFP4 (FlashInfer TRT-LLM FP4
+            # MoE), balanced routing; MXFP4 weight-only (w4a16_mxfp4, kernel vllm_mxfp4_moe, gpt-oss's expert
+            # shapes only), each shape once (first_per_shape), H200 only: B200's rows fail the plausibility
+            # check in PROVENANCE.md (16 % of HBM bandwidth with all experts touched, H200 49 %), so B200 keeps
+            # no MXFP4 table. INT4 weight-only rows come from the vLLM 0.24.0 collection (int4_tables below):
+            # this collection's `vllm_marlin_int4_moe` rows fail the same kind of check.
+            for dtype, name in (("nvfp4", "moe_nvfp4.csv"), ("w4a16_mxfp4", "moe_mxfp4.csv")):
                 if dtype == "w4a16_mxfp4" and gpu != "h200":
                     continue
                 out = [out[0]]
@@ -276,11 +276,74 @@ def power_law_tables():
                         (r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
                          r["moe_tp_size"], r["moe_ep_size"], r["distribution"], r["latency"]))
         for dtype, name in MOE_FILES.items():
-            # Only beside a balanced table kvsim reads (Hopper has no NVFP4 kernel).
-            if dtype in by_dtype and os.path.exists(os.path.join(OUT, gpu, name + ".csv")):
+            # Only beside a balanced table kvsim reads (Hopper has no NVFP4 kernel); INT4: int4_tables.
+            if dtype != "int4_wo" and dtype in by_dtype and os.path.exists(os.path.join(OUT, gpu, name + ".csv")):
                 out = [("num_tokens", "hidden", "inter", "topk", "num_experts", "moe_tp", "moe_ep", "distribution",
                         "latency_ms")] + by_dtype[dtype]
                 write(gpu, name + "_power_law.csv", first_per_shape(out, 8) if dtype == "w4a16_mxfp4" else out)
+
+
+# INT4 weight-only experts (W4A16, the format of compressed-tensors `pack-quantized` checkpoints such as
+# Kimi-K2.5) from the vLLM 0.24.0 MoE collections, dumped as <system>_moe_0.24.0.csv: the rows of kernel
+# INT4_KERNEL, i.e. vLLM's CompressedTensorsWNA16MarlinMoEMethod with the Marlin experts, the method vLLM
+# selects for a compressed-tensors WNA16 MoE layer (vllm/model_executor/layers/quantization/
+# compressed_tensors/compressed_tensors_moe.py, CompressedTensorsMoEMethod.get_moe_method), balanced routing
+# into moe_int4.csv and the power-law rows into moe_int4_power_law.csv. Only Kimi-K2.5's expert shape
+# (hidden 7168, inter 2048, top-8, 384 experts) was collected; other INT4 shapes borrow its utilisation
+# (sim/perf/moe_table.h). The vLLM 0.19.0 collection's `vllm_marlin_int4_moe` rows are not used: they fail
+# the check `check_int4_rows` prints (PROVENANCE.md).
+INT4_KERNEL = "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts"
+INT4_SYSTEMS = {"h200": "h200_sxm", "b200": "b200_sxm", "b300": "b300_sxm"}
+
+
+def int4_tables():
+    for gpu, system in INT4_SYSTEMS.items():
+        path = os.path.join(DUMPS, system + "_moe_0.24.0.csv")
+        if not os.path.exists(path):
+            continue
+        balanced = [("num_tokens", "hidden", "inter", "topk", "num_experts", "moe_tp", "moe_ep", "latency_ms")]
+        skewed = [balanced[0][:7] + ("distribution", "latency_ms")]
+        with open(path) as f:
+            every = list(csv.DictReader(f))  # both routings (rows() keeps the balanced ones only)
+        for r in every:
+            if r["moe_dtype"] != "int4_wo" or r["kernel_source"] != INT4_KERNEL:
+                continue
+            key = (r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
+                   r["moe_tp_size"], r["moe_ep_size"])
+            if r["distribution"] == "balanced":
+                balanced.append(key + (r["latency"],))
+            elif r["distribution"] in ("power_law_1.01", "power_law_1.2"):
+                skewed.append(key + (r["distribution"], r["latency"]))
+        write(gpu, "moe_int4.csv", balanced)
+        write(gpu, "moe_int4_power_law.csv", skewed)
+        check_int4_rows(gpu, system)
+
+
+def check_int4_rows(gpu, system):
+    """Prints, per expert shape at 256 tokens (moe_tp 1, moe_ep 1, balanced: every expert touched), the HBM
+    bandwidth each collection's INT4 rows imply (4.125 bits per weight) beside the same shape's BF16 row.
+    A weight-only INT4 kernel reads a quarter of BF16's bytes, so in this memory-bound range it should not
+    be slower than BF16: the 0.19.0 `vllm_marlin_int4_moe` rows are, at every shape (PROVENANCE.md)."""
+    for label, name in (("0.19.0", system + "_moe.csv"), ("0.24.0", system + "_moe_0.24.0.csv")):
+        path = os.path.join(DUMPS, name)
+        if not os.path.exists(path):
+            continue
+        lat = {}
+        for r in rows(path):
+            if (r["num_tokens"], r["moe_tp_size"], r["moe_ep_size"], r["distribution"]) != ("256", "1", "1",
+                                                                                          "balanced"):
+                continue
+            if r["moe_dtype"] == "bfloat16" and r["kernel_source"] != "vllm_fused_moe":
+                continue
+            shape = tuple(int(r[k]) for k in ("hidden_size", "inter_size", "topk", "num_experts"))
+            lat.setdefault(shape, {})[r["moe_dtype"]] = float(r["latency"])
+        for (h, i, k, e), d in sorted(lat.items()):
+            if "int4_wo" not in d:
+                continue
+            touched = min(e, 256 * k)
+            tbs = touched * 3 * h * i * 4.125 / 8 / (d["int4_wo"] * 1e-3) / 1e12
+            bf16 = " bf16 %.3f ms" % d["bfloat16"] if "bfloat16" in d else ""
+            print(gpu, label, "int4 check", (h, i, k, e), "%.3f ms (%.2f TB/s)%s" % (d["int4_wo"], tbs, bf16))
 
 
 def first_per_shape(out, key_len):
@@ -307,3 +370,4 @@ if __name__ == "__main__":
     if DUMPS:
         block_fp8_tables()
         power_law_tables()
+        int4_tables()

@@ -119,12 +119,13 @@ TEST(CommittedTables, EveryGemmRowIsPhysical) {
   // No per-tensor FP8 GEMM rows: the Parquet's are slower than BF16 at every m (PROVENANCE.md).
   EXPECT_TRUE(b200.gemm_fp8.empty());
   // H200: the shared copy's tables plus, from the vLLM 0.19.0 Parquet, the FP8 GEMM rows and the MoE
-  // collection (BF16, FP8, INT4 weight-only; Hopper has no NVFP4 kernel).
+  // collection (BF16, FP8; Hopper has no NVFP4 kernel), and INT4 weight-only from the vLLM 0.24.0 one
+  // (Kimi-K2.5's shape: 27 token counts x 13 layouts, balanced).
   const LatencyTables h200 = load_latency_tables(root, "h200");
   EXPECT_EQ(h200.gemm_fp8.size(), 7728u);  // every power-of-two m row, none unphysical
   EXPECT_EQ(h200.moe.size(), 4347u);
   EXPECT_EQ(h200.moe_fp8.size(), 4347u);
-  EXPECT_EQ(h200.moe_int4.size(), 3402u);
+  EXPECT_EQ(h200.moe_int4.size(), 27u * 13u);
   EXPECT_TRUE(h200.moe_nvfp4.empty());
   EXPECT_FALSE(h200.allreduce.empty());
 }

@@ -336,36 +336,70 @@ void expect_moe_rows(const std::string& gpu, std::initializer_list<MoeRow> rows)
 
 // Quantised experts on B300 use the measured kernels of their format (models/latency/b300/, from
 // aiconfigurator's vLLM 0.19.0 MoE collection), rows 64,2048,768,8,128,1,1 (Qwen3-30B-A3B's expert shape):
-//   moe_nvfp4.csv 0.07604266703128815 ms (FlashInfer TRT-LLM FP4 MoE), moe_int4.csv 0.44927998383839923 ms
-//   (Marlin W4A16), moe.csv 0.23262399435043335 ms (BF16). A 64-token step of the 48 MoE layers costs
-//   48 x the row.
+//   moe_nvfp4.csv 0.07604266703128815 ms (FlashInfer TRT-LLM FP4 MoE), moe.csv 0.23262399435043335 ms
+//   (BF16). A 64-token step of the 48 MoE layers costs 48 x the row. (INT4: KimiInt4ExpertsUse... below.)
 TEST(MoeTable, QuantisedExpertsUseTheirFormatsKernelOnB300) {
-  expect_moe_rows(
-      "b300",
-      {{DType::kNvfp4, 0.07604266703128815}, {DType::kInt4, 0.44927998383839923}, {DType::kBf16, 0.23262399435043335}});
+  expect_moe_rows("b300", {{DType::kNvfp4, 0.07604266703128815}, {DType::kBf16, 0.23262399435043335}});
 }
 
 // B200 now has aiconfigurator's vLLM 0.19.0 MoE collection (models/latency/b200/, PROVENANCE.md), rows
 // 64,2048,768,8,128,1,1 read from b200_sxm/moe/vllm/0.19.0/moe_perf.parquet (balanced routing):
-//   nvfp4 0.0758133331934611 ms, int4_wo 0.5129706859588623 ms, bfloat16 0.208079993724823 ms,
-//   fp8 0.15294933319091797 ms (B200 has an FP8 peak, so FP8 experts use the FP8 rows).
+//   nvfp4 0.0758133331934611 ms, bfloat16 0.208079993724823 ms, fp8 0.15294933319091797 ms (B200 has an
+//   FP8 peak, so FP8 experts use the FP8 rows).
 // A 64-token step of Qwen3-30B-A3B's 48 MoE layers costs 48 x the row.
 TEST(MoeTable, ExpertsUseTheMeasuredB200Kernels) {
-  expect_moe_rows("b200", {{DType::kNvfp4, 0.0758133331934611},
-                           {DType::kInt4, 0.5129706859588623},
-                           {DType::kBf16, 0.208079993724823},
-                           {DType::kFp8, 0.15294933319091797}});
+  expect_moe_rows(
+      "b200",
+      {{DType::kNvfp4, 0.0758133331934611}, {DType::kBf16, 0.208079993724823}, {DType::kFp8, 0.15294933319091797}});
 }
 
 // H200 now has aiconfigurator's vLLM 0.19.0 MoE collection (models/latency/h200/, PROVENANCE.md), rows
 // 64,2048,768,8,128,1,1 read from h200_sxm/moe/vllm/0.19.0/moe_perf.parquet (balanced routing):
-//   bfloat16 0.30776000022888184 ms, fp8 0.18408000469207764 ms (vllm_fused_moe; H200 has an FP8 peak),
-//   int4_wo 0.5370879968007406 ms (vllm_marlin_int4_moe).
+//   bfloat16 0.30776000022888184 ms, fp8 0.18408000469207764 ms (vllm_fused_moe; H200 has an FP8 peak).
 // A 64-token step of Qwen3-30B-A3B's 48 MoE layers costs 48 x the row.
 TEST(MoeTable, ExpertsUseTheMeasuredH200Kernels) {
-  expect_moe_rows(
-      "h200",
-      {{DType::kBf16, 0.30776000022888184}, {DType::kFp8, 0.18408000469207764}, {DType::kInt4, 0.5370879968007406}});
+  expect_moe_rows("h200", {{DType::kBf16, 0.30776000022888184}, {DType::kFp8, 0.18408000469207764}});
+}
+
+// INT4 weight-only experts (Kimi-K2.5's compressed-tensors pack-quantized checkpoint) use vLLM 0.24.0's
+// CompressedTensorsWNA16MarlinMoEMethod rows (kernel vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts,
+// h200_sxm / b200_sxm / b300_sxm moe/vllm/0.24.0/moe_perf.parquet, balanced routing, PROVENANCE.md), row
+// 64,7168,2048,8,384,8,1 (Kimi's expert shape at TP 8):
+//   h200 0.46646400292714435 ms, b200 0.4075626532236735 ms, b300 0.3943359851837158 ms.
+// Kimi-K2.5 has 61 layers, the first dense (first_k_dense_replace 1): a 64-token step at TP 8 costs 60 x
+// the row.
+TEST(MoeTable, KimiInt4ExpertsUseTheCompressedTensorsMarlinRows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const ModelSpec m = read_model_config(kRoot + "/models/latency/configs/kimi-k2.5.json");
+  ASSERT_EQ(m.num_experts, 384);
+  for (const auto& [gpu, ms] :
+       {std::pair{"h200", 0.46646400292714435}, {"b200", 0.4075626532236735}, {"b300", 0.3943359851837158}}) {
+    const LatencyTables t = load_latency_tables(kRoot + "/models/latency", gpu);
+    const CalibratedLatencyModel model(m, hw.gpu(gpu), 8, DType::kInt4, DType::kBf16, t, {});
+    EXPECT_TRUE(model.uses_moe_table()) << gpu;
+    EXPECT_NEAR(model.breakdown(decode_64()).moe_s, 60 * ms * 1e-3, 1e-12) << gpu;
+  }
+}
+
+// The physical check make_tables.py prints for the INT4 rows: with every expert touched (256 tokens x top-8
+// over 384 experts, moe_tp 1) a 4-bit weight-only kernel reads 384 x 3 x 7168 x 2048 x 4.125 / 8 = 8.72 GB,
+// a quarter of BF16's 33.8 GB, so it must be faster than the BF16 row of the same shape and read at a
+// plausible share of HBM bandwidth (here at least a third: H200 4.8 TB/s, B200 7.7, B300 7.75, the
+// hardware files). vLLM 0.19.0's vllm_marlin_int4_moe rows failed both (H200 17.39 ms, 0.50 TB/s, against
+// BF16 7.92 ms); the rows kvsim uses pass.
+TEST(MoeTable, Int4ExpertRowsReadFasterThanBf16WithEveryExpertTouched) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const MoeShape s{7168, 2048, 8, 384};
+  const double int4_bytes = 384.0 * 3 * 7168 * 2048 * 4.125 / 8;
+  for (const char* gpu : {"h200", "b200", "b300"}) {
+    const LatencyTables t = load_latency_tables(kRoot + "/models/latency", gpu);
+    const GpuSpec& g = hw.gpu(gpu);
+    const PeakRates int4{g.bf16_flops, g.hbm_bandwidth, 4.125 / 8}, bf16{g.bf16_flops, g.hbm_bandwidth, 2.0};
+    const double t_int4 = MoeTable(t.moe_int4, int4).seconds(256, s, int4);
+    const double t_bf16 = MoeTable(t.moe, bf16).seconds(256, s, bf16);
+    EXPECT_LT(t_int4, t_bf16) << gpu;
+    EXPECT_GT(int4_bytes / t_int4, g.hbm_bandwidth / 3) << gpu;
+  }
 }
 
 // Block-scaled FP8 experts use the block-FP8 fused-MoE rows (h200 moe_fp8_block.csv, moe_dtype fp8_block,
