@@ -7,7 +7,9 @@ DUMPS (optional): a folder of CSV dumps of aiconfigurator's B300 / GB300 / B200 
 <system>_<table>.csv (see PROVENANCE.md for how they were made); a system whose dumps are not there is
 skipped (b300/, gb300/), b200/ then gets no MoE or all-reduce table and h200/ no FP8 GEMM or MoE table.
 The block-scaled FP8 tables (gemm_fp8_block.csv, moe_fp8_block.csv) and the NVFP4 GEMM rows (gemm_nvfp4.csv)
-need only the <system>_gemm.csv / <system>_moe.csv dumps of their system.
+need only the <system>_gemm.csv / <system>_moe.csv dumps of their system; the INT4 expert tables
+(moe_int4.csv, moe_int4_power_law.csv of h200 / b200 / b300) only the vLLM 0.24.0 MoE dump
+<system>_moe_0.24.0.csv (without it they are left as committed).
 """
 import csv
 import os
