@@ -321,6 +321,36 @@ def int4_tables():
         check_int4_rows(gpu, system)
 
 
+# MLA attention-module rows (vLLM 0.19.0 collections, mla/vllm/0.19.0/mla_{context,generation}_module_perf
+# .parquet, dumped as <system>_mla_context.csv / <system>_mla_generation.csv): the whole DeepSeek-V3
+# attention module (q_a / kv_a / q_b projections, absorbed attention, o_proj; collector/vllm/
+# collect_mla_module.py) under CUDA graphs, one layer, TP 1 at `num_heads` local heads. Kept: the MLA
+# compute dtype bfloat16 (the only one measured), KV cache bfloat16 / fp8, projection GEMMs bfloat16 /
+# fp8_block / nvfp4; the first row of each shape (B300's collection holds every shape twice).
+MLA_SYSTEMS = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "b300": "b300_sxm", "gb300": "gb300"}
+MLA_GEMM = {"bfloat16": "bf16", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
+MLA_KV = {"bfloat16": "bf16", "fp8": "fp8"}
+
+
+def mla_tables():
+    for gpu, system in MLA_SYSTEMS.items():
+        for phase, col, name in (("context", "isl", "mla_context.csv"), ("generation", "step", "mla_generation.csv")):
+            path = os.path.join(DUMPS, "%s_mla_%s.csv" % (system, phase))
+            if not os.path.exists(path):
+                continue
+            length = "isl" if phase == "context" else "context"
+            out = [("gemm", "kv_dtype", "num_heads", "batch", length, "latency_ms")]
+            with open(path) as f:
+                for r in csv.DictReader(f):
+                    if r["model"] != "deepseek-ai/DeepSeek-V3" or r["mla_dtype"] != "bfloat16":
+                        continue
+                    if r["gemm_type"] not in MLA_GEMM or r["kv_cache_dtype"] not in MLA_KV:
+                        continue
+                    out.append((MLA_GEMM[r["gemm_type"]], MLA_KV[r["kv_cache_dtype"]], int(r["num_heads"]),
+                                int(r["batch_size"]), int(r[col]), r["latency"]))
+            write(gpu, name, first_per_shape(out, 5))
+
+
 def check_int4_rows(gpu, system):
     """Prints, per expert shape at 256 tokens (moe_tp 1, moe_ep 1, balanced: every expert touched), the HBM
     bandwidth each collection's INT4 rows imply (4.125 bits per weight) beside the same shape's BF16 row.
@@ -373,3 +403,4 @@ if __name__ == "__main__":
         block_fp8_tables()
         power_law_tables()
         int4_tables()
+        mla_tables()

@@ -288,6 +288,7 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
     q.checkpoint_quant = read_model_config(p.model).quant.method;
   y += "  kv_cache_dtype: " + point_kv_dtype(q, protocol.kv_rule) + "\n";
   y += "  latency_model: " + latency_model + "\n";
+  if (protocol.mla_module_rows) y += "  mla_attention: module_rows\n";
   y += "  enable_prefix_caching: false\n";
   y += parallel_engine_yaml(p.parallel);
   const bool cols = protocol.use_engine_columns;
@@ -437,6 +438,9 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     ("fp8-block-columns", po::bool_switch(),
      "run rows whose gemm_quant_mode or moe_quant_mode is fp8_block with weight_dtype fp8_block (vLLM's "
      "block-scaled FP8 rows); off by default: tested, not adopted (models/latency/README.md)")
+    ("mla-module-rows", po::bool_switch(),
+     "price MLA layers of the DeepSeek-V3 shape (DeepSeek-V3 / R1, Kimi-K2.5) from the measured attention-module "
+     "rows (engine.mla_attention module_rows); off by default: tested, not adopted (models/latency/README.md)")
     ("engine-defaults", po::bool_switch(),
      "ignore the per-row scheduler columns (max_num_batched_tokens, max_num_seqs, enable_chunked_prefill, "
      "max_prefill_tokens, enable_mixed_chunk) and --deployment")
@@ -480,6 +484,7 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     throw InputError("--warmup-per-slot must be in [0, " + std::to_string(kMaxPerSlot) + "]");
   protocol.extra_clients = vm["extra-clients"].as<int>();
   protocol.fp8_block_columns = vm["fp8-block-columns"].as<bool>();
+  protocol.mla_module_rows = vm["mla-module-rows"].as<bool>();
   if (protocol.extra_clients < 0 || protocol.extra_clients > kMaxConcurrency)
     throw InputError("--extra-clients must be in [0, " + std::to_string(kMaxConcurrency) + "]");
   if (vm.count("deployment"))

@@ -66,6 +66,8 @@ struct ValidationProtocol {
   int extra_clients = 0;
   // --fp8-block-columns: a row marked fp8_block (ValidationPoint::fp8_block) runs weight_dtype fp8_block.
   bool fp8_block_columns = false;
+  // --mla-module-rows: every row runs engine.mla_attention module_rows.
+  bool mla_module_rows = false;
   // Where the scheduler settings of a row without scheduler columns come from: the engine's defaults
   // (kEngineDefaults), or the flags aiconfigurator's config generator emitted for an aggregated worker
   // on the row's `measured` date (kAiconfigurator; generator_deployment()). Set by --deployment or the

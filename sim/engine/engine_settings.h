@@ -53,6 +53,8 @@ struct EngineSettings {
   // Routing of the calibrated model's fused-MoE rows: auto (aiconfigurator's power-law default for the
   // architecture) | balanced | power_law_1.01 | power_law_1.2 (sim/perf/latency_tables.h).
   std::string moe_routing = "auto";
+  // The calibrated model's MLA pricing: "roofline" (default) or "module_rows" (latency_factory.h).
+  std::string mla_attention = "roofline";
   bool paged_block_cost = true;  // price the block size in paged attention (sim/perf/paged_block_term.h)
   // Hybrid prefix caching (vllm-semantics.md section 2).
   std::string mamba_cache_mode = "auto";  // auto | none | align | all

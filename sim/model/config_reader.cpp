@@ -202,8 +202,8 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
     a.num_kv_heads = 1;
     a.head_dim = a.kv_lora_rank + a.qk_rope_head_dim;
     spec.head_dim = static_cast<int>(c.integer_or("qk_nope_head_dim", 128, 0, kMaxDim) + a.qk_rope_head_dim);
-    c.integer_or("q_lora_rank", 0, 0, kMaxRank);  // read by the parameter count
-    c.integer_or("v_head_dim", 128, 1, kMaxDim);
+    a.q_lora_rank = static_cast<int>(c.integer_or("q_lora_rank", 0, 0, kMaxRank));
+    a.v_head_dim = static_cast<int>(c.integer_or("v_head_dim", 128, 1, kMaxDim));
     const int64_t first_dense = c.integer_or("first_k_dense_replace", 0, 0, n);
     const int64_t freq = c.integer_or("moe_layer_freq", 1, 1, n);
     for (int i = 0; i < n; ++i) {

@@ -31,6 +31,8 @@ struct AttentionShape {
   int window = 0;        // sliding window in tokens; 0 for full attention
   int kv_lora_rank = 0;  // MLA latent width
   int qk_rope_head_dim = 0;
+  int q_lora_rank = 0;     // MLA query latent width (0: a plain q_proj)
+  int v_head_dim = 0;      // MLA value head width
   int index_head_dim = 0;  // sparse MLA indexer key width
   int index_n_heads = 0;   // sparse MLA indexer heads
   int index_topk = 0;      // sparse MLA: keys each query reads (DeepSeek-V3.2 index_topk)

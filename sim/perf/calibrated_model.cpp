@@ -52,7 +52,7 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
                                                DType kv_dtype, const LatencyTables& tables,
                                                const EngineOverhead& overhead, PagedBlockTerm block_term,
                                                const ParallelPlan& parallel, std::vector<int64_t> cudagraph_sizes,
-                                               double weight_bits, bool dense_weights_16bit)
+                                               double weight_bits, bool dense_weights_16bit, bool mla_module_rows)
     : gpu_(g), tp_(tp), block_term_(block_term), cudagraph_sizes_(std::move(cudagraph_sizes)), dp_(parallel.dp) {
   const std::string who = "calibrated latency model (" + m.name + " on " + g.name + "): ";
   if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
@@ -89,6 +89,32 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   const double qh_local = std::max(1.0, q_heads / tp_);
   const bool mlp_only_on_none = m.model_type == "nemotron_h";  // Nemotron-H: '-' layers carry the MLP
 
+  // MLA layers of the shape the module rows were measured at, in the projections' format and the cache
+  // dtype the rows hold, at a local head count they cover: the whole attention module from the rows.
+  // The projections' format: BF16 for a checkpoint that keeps its dense layers in 16 bits (Kimi-K2.5's
+  // INT4 experts) and for formats without module rows (INT4, MXFP4); FP8 as block-scaled FP8 (the
+  // DeepSeek / Kimi FP8 checkpoints' format, the one the rows measure); NVFP4 / FP4 as NVFP4.
+  {
+    const bool all_shaped =
+        std::any_of(m.layers.begin(), m.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::kMla; }) &&
+        std::all_of(m.layers.begin(), m.layers.end(),
+                    [&](const LayerSpec& l) { return !is_attention(l.kind) || mla_module_shape(m, l); });
+    const std::string gemm = dense_weights_16bit                                               ? "bf16"
+                             : weight_dtype == DType::kFp8 || weight_dtype == DType::kFp8DsMla ? "fp8_block"
+                             : weight_dtype == DType::kNvfp4 || weight_dtype == DType::kFp4    ? "nvfp4"
+                                                                                               : "bf16";
+    const std::string kv = kv_dtype == DType::kBf16 || kv_dtype == DType::kFp16 ? "bf16"
+                           : kv_dtype == DType::kFp8                            ? "fp8"
+                                                                                : "";
+    const double heads = q_heads / tp_;
+    if (mla_module_rows && all_shaped && !kv.empty() && heads == std::floor(heads)) {
+      mla_context_ = MlaModuleTable(tables.mla_context, gemm, kv, static_cast<int>(heads));
+      mla_generation_ = MlaModuleTable(tables.mla_generation, gemm, kv, static_cast<int>(heads));
+      mla_module_ = !mla_context_.empty() && !mla_generation_.empty();
+      if (mla_module_) mla_module_floor_s_ = mla_generation_.seconds(1, 2);
+    }
+  }
+
   // Parameters the explicit GEMMs account for (per token, whole model, TP 1), to size the rest.
   double explicit_params = 0;
   int other_layers = 0;  // MLA and state layers: their projections take the remaining parameters
@@ -115,7 +141,7 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
       case LayerKind::kMla:
       case LayerKind::kSparseMla:
         ++mla_layers_;
-        ++other_layers;
+        if (!mla_module_) ++other_layers;  // else the module rows hold the projections
         mla_flops_per_pair_ = qh_local * (2.0 * (a.kv_lora_rank + a.qk_rope_head_dim) + 2.0 * a.kv_lora_rank);
         mla_kv_bytes_per_token_ = (a.kv_lora_rank + a.qk_rope_head_dim) * kvb;
         if (l.kind == LayerKind::kSparseMla) {
@@ -337,7 +363,16 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
   }
   if (b.num_prefill_tokens > 0) {
     for (const auto& g : attention_) r.prefill_attention_s += attention_prefill(g, b);
-    if (mla_layers_ > 0) {
+    if (mla_module_) {
+      // The prefill requests as one context batch of their mean chunk; the rows measure chunks without a
+      // cached prefix, so the query-key pairs a prefix adds go through the roofline.
+      const double reqs = std::max(1, b.num_prefill_requests);
+      const double chunk = static_cast<double>(b.num_prefill_tokens) / reqs;
+      const double extra = std::max(0.0, b.prefill_attn_pairs - reqs * chunk * (chunk + 1) / 2);
+      r.prefill_attention_s +=
+          mla_layers_ * (mla_context_.seconds(reqs, chunk) +
+                         mla_flops_per_pair_ * extra / (cal_.attention_prefill_eta * gpu_.bf16_flops));
+    } else if (mla_layers_ > 0) {
       const double pairs =
           sparse_mla_ && b.prefill_attn_pairs_sparse > 0 ? b.prefill_attn_pairs_sparse : b.prefill_attn_pairs;
       const double flops = mla_flops_per_pair_ * pairs + indexer_flops_per_pair_ * b.prefill_attn_pairs;
@@ -347,7 +382,15 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
   }
   if (b.num_decode_requests > 0) {
     for (const auto& g : attention_) r.decode_attention_s += attention_decode(g, b);
-    if (mla_layers_ > 0) {
+    if (mla_module_) {
+      // Decode requests at their mean context. In a step with prefill tokens the module runs once over
+      // all tokens: the decodes then add only what their row costs above the one-request row (the
+      // launches and weight reads are the prefill's).
+      const double reqs = b.num_decode_requests;
+      const double ctx = std::max(1.0, static_cast<double>(b.decode_context_tokens) / reqs);
+      const double t = mla_generation_.seconds(reqs, ctx);
+      r.decode_attention_s += mla_layers_ * (b.num_prefill_tokens > 0 ? std::max(0.0, t - mla_module_floor_s_) : t);
+    } else if (mla_layers_ > 0) {
       const double full = static_cast<double>(b.decode_context_tokens);
       const double ctx = sparse_mla_ && b.decode_context_tokens_sparse > 0
                              ? static_cast<double>(b.decode_context_tokens_sparse)

@@ -22,7 +22,9 @@
 //         on the fitted roofline (uniform routing, no expert parallelism).
 //   A     per attention layer: GQA/sliding from fits of the attention tables for the layer's per-GPU
 //         shape (prefill a + b * pairs + c * tokens; decode a + b * batch + c * sum context);
-//         MLA layers by roofline with the tables' achieved attention efficiencies.
+//         MLA layers of the DeepSeek-V3 shape (Kimi-K2.5 too) from the measured attention-module rows
+//         (mla_module_table.h: projections + attention + o_proj, so their projections leave L(N));
+//         other MLA layers (GLM-5, DSA) by roofline with the tables' achieved attention efficiencies.
 //   State Mamba2 / gated-DeltaNet recurrent state read + write per request and scan FLOPs per token,
 //         fitted roofline plus two kernel floors per layer.
 //   AR    TP all-reduce, two per layer, message N * hidden * 2 bytes, from the vLLM custom all-reduce
@@ -46,6 +48,7 @@
 #include "sim/perf/gemm_table.h"
 #include "sim/perf/i_latency_model.h"
 #include "sim/perf/latency_tables.h"
+#include "sim/perf/mla_module_table.h"
 #include "sim/perf/moe_table.h"
 #include "sim/perf/paged_block_term.h"
 #include "sim/perf/parallel_terms.h"
@@ -74,7 +77,7 @@ class CalibratedLatencyModel final : public ILatencyModel {
   CalibratedLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
                          const LatencyTables& tables, const EngineOverhead& overhead, PagedBlockTerm block_term = {},
                          const ParallelPlan& parallel = {}, std::vector<int64_t> cudagraph_sizes = {},
-                         double weight_bits = 0, bool dense_weights_16bit = false);
+                         double weight_bits = 0, bool dense_weights_16bit = false, bool mla_module_rows = false);
 
   Duration step_time(const BatchShape& batch) const override;
   std::string name() const override { return "calibrated"; }
@@ -91,6 +94,8 @@ class CalibratedLatencyModel final : public ILatencyModel {
   double bf16_gemm_seconds(double m, double n, double k) const;
   bool uses_quantised_gemm_table() const { return !gemm_quant_.empty(); }
   bool uses_moe_table() const { return !moe_table_.empty(); }
+  // mla_module_rows (engine.mla_attention module_rows) and the model, GPU, format and head count have rows.
+  bool uses_mla_module_table() const { return mla_module_; }
   // The compute and memory limits of the hardware file for the dense GEMMs' weights (for tests).
   PeakRates peak_rates() const { return weight_peak_; }
 
@@ -131,6 +136,9 @@ class CalibratedLatencyModel final : public ILatencyModel {
   std::vector<AttentionGroup> attention_;
   int mla_layers_ = 0;
   double mla_flops_per_pair_ = 0, mla_kv_bytes_per_token_ = 0;
+  bool mla_module_ = false;  // MLA layers priced by the module rows (mla_context_, mla_generation_)
+  MlaModuleTable mla_context_, mla_generation_;
+  double mla_module_floor_s_ = 0;       // generation row at batch 1, context 2: what a mixed step shares
   bool sparse_mla_ = false;             // DeepSeek-V3.2 DSA: main attention over the top-k keys
   double indexer_flops_per_pair_ = 0;   // lightning indexer, per query-key pair, per rank
   double indexer_bytes_per_token_ = 0;  // indexer key bytes read per context token

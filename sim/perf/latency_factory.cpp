@@ -55,9 +55,9 @@ std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const
     if (tables) {
       const PagedBlockTerm block =
           term ? PagedBlockTerm(sm, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
-      st.model = std::make_unique<CalibratedLatencyModel>(sm, stage_gpu, spec.tp, spec.weight_dtype, spec.kv_dtype,
-                                                          *tables, no_overhead, block, plan, capture_sizes(spec),
-                                                          spec.weight_bits, spec.dense_weights_16bit);
+      st.model = std::make_unique<CalibratedLatencyModel>(
+          sm, stage_gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, *tables, no_overhead, block, plan,
+          capture_sizes(spec), spec.weight_bits, spec.dense_weights_16bit, spec.mla_module_rows);
     } else {
       const PagedBlockTerm block = term && spec.default_block_size > 0
                                        ? PagedBlockTerm(sm, spec.tp, spec.block_size, spec.default_block_size)
@@ -109,7 +109,7 @@ std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, 
   return std::make_unique<CalibratedLatencyModel>(
       model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, tables,
       overhead_for_version(engine_overhead(spec.tables_dir, spec.engine_kind), spec.engine_version), block, plan,
-      capture_sizes(spec), spec.weight_bits, spec.dense_weights_16bit);
+      capture_sizes(spec), spec.weight_bits, spec.dense_weights_16bit, spec.mla_module_rows);
 }
 
 }  // namespace kvsim

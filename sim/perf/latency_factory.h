@@ -43,6 +43,10 @@ struct LatencyModelSpec {
   // The routing of the fused-MoE rows the calibrated model reads (load_latency_tables): "balanced" or a
   // resolved power-law exponent (resolve_moe_routing).
   std::string moe_routing = "balanced";
+  // engine.mla_attention module_rows: the calibrated model prices MLA layers of the DeepSeek-V3 shape from
+  // the measured attention-module rows (mla_module_table.h) instead of its roofline. Off by default:
+  // tested, not adopted (models/latency/README.md, "MLA attention-module rows").
+  bool mla_module_rows = false;
   // DP / EP / PP and the links between GPUs (parallel_terms.h); parallel.tp is set from `tp`. PP > 1
   // builds a PipelineLatencyModel over one model per stage (pipeline_model.h).
   ParallelPlan parallel;

@@ -85,6 +85,25 @@ std::vector<MoePoint> read_moe(const std::string& path, const std::string& distr
   return out;
 }
 
+std::vector<MlaModulePoint> read_mla(const std::string& path, const char* length_col) {
+  std::vector<MlaModulePoint> out;
+  if (!fs::exists(path)) return out;
+  const CsvFile f = read_csv_file(path);
+  const int g = f.column("gemm"), kv = f.column("kv_dtype"), h = f.column("num_heads"), b = f.column("batch"),
+            l = f.column(length_col), t = f.column("latency_ms");
+  for (size_t r = 0; r < f.rows.size(); ++r) {
+    MlaModulePoint p;
+    p.gemm = f.text(r, g);
+    p.kv_dtype = f.text(r, kv);
+    p.num_heads = whole(f, r, h, 1);
+    p.batch = positive(f, r, b);
+    p.length = positive(f, r, l);
+    p.seconds = positive(f, r, t) * 1e-3;
+    out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace
 
 LatencyTables load_latency_tables(const std::string& root, const std::string& gpu, const std::string& moe_routing) {
@@ -99,6 +118,8 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
   t.gemm_nvfp4 = read_gemm((dir / "gemm_nvfp4.csv").string());
   t.context_attention = read_attention((dir / "context_attention.csv").string(), "isl");
   t.generation_attention = read_attention((dir / "generation_attention.csv").string(), "context");
+  t.mla_context = read_mla((dir / "mla_context.csv").string(), "isl");
+  t.mla_generation = read_mla((dir / "mla_generation.csv").string(), "context");
   if (const std::string p = (dir / "allreduce.csv").string(); fs::exists(p)) {
     const CsvFile f = read_csv_file(p);
     const int g = f.column("num_gpus"), b = f.column("message_bytes"), lat = f.column("latency_ms");

@@ -32,6 +32,16 @@ struct MoePoint {  // fused MoE kernel of one layer's local shard (routing: load
   double seconds = 0;
 };
 
+// One layer's whole MLA attention module (DeepSeek-V3 shape: projections, absorbed attention, o_proj) at
+// `num_heads` local heads, mla_{context,generation}.csv. gemm: the projections' format ("bf16",
+// "fp8_block", "nvfp4"); kv_dtype: the cache's ("bf16", "fp8"); length: new tokens per sequence
+// (context) or cached tokens (generation).
+struct MlaModulePoint {
+  std::string gemm, kv_dtype;
+  int num_heads = 0;
+  double batch = 0, length = 0, seconds = 0;
+};
+
 struct LatencyTables {
   std::string gpu;
   std::string dir;                  // the folder read, "" when none
@@ -43,23 +53,24 @@ struct LatencyTables {
   std::vector<AttentionPoint> context_attention;
   std::vector<AttentionPoint> generation_attention;
   std::vector<AllReducePoint> allreduce;
-  std::vector<MoePoint> moe;            // BF16 experts
-  std::vector<MoePoint> moe_fp8;        // FP8 experts, moe_fp8.csv; empty when not measured
-  std::vector<MoePoint> moe_fp8_block;  // block-scaled FP8 experts, moe_fp8_block.csv
-  std::vector<MoePoint> moe_nvfp4;      // NVFP4 experts (FP4 tensor cores), moe_nvfp4.csv
-  std::vector<MoePoint> moe_int4;       // INT4 weight-only experts (W4A16, Marlin), moe_int4.csv
-  std::vector<MoePoint> moe_mxfp4;      // MXFP4 weight-only experts (W4A16, gpt-oss), moe_mxfp4.csv
+  std::vector<MoePoint> moe;                   // BF16 experts
+  std::vector<MoePoint> moe_fp8;               // FP8 experts, moe_fp8.csv; empty when not measured
+  std::vector<MoePoint> moe_fp8_block;         // block-scaled FP8 experts, moe_fp8_block.csv
+  std::vector<MoePoint> moe_nvfp4;             // NVFP4 experts (FP4 tensor cores), moe_nvfp4.csv
+  std::vector<MoePoint> moe_int4;              // INT4 weight-only experts (W4A16, Marlin), moe_int4.csv
+  std::vector<MoePoint> moe_mxfp4;             // MXFP4 weight-only experts (W4A16, gpt-oss), moe_mxfp4.csv
+  std::vector<MlaModulePoint> mla_context;     // mla_context.csv
+  std::vector<MlaModulePoint> mla_generation;  // mla_generation.csv
   bool has_gemm() const { return !gemm.empty(); }
 };
 
 // Reads <root>/<gpu>/{gemm,gemm_fp8,gemm_fp8_block,gemm_nvfp4,context_attention,generation_attention,allreduce,moe,
-// moe_fp8,moe_fp8_block,moe_nvfp4,moe_int4,moe_mxfp4}.csv. A missing folder or file leaves that table empty (the model
-// then falls back to the roofline); a malformed file is an InputError naming file, line and column.
-// `moe_routing`: the routing the fused-MoE rows were measured under. "balanced" (every expert n x k / E
-// tokens: the <table>.csv files) or one of aiconfigurator's power-law loads, "power_law_1.01" /
-// "power_law_1.2" (expert loads drawn from a power law of that exponent, the most-loaded EP rank measured:
-// collector/helper.py power_law_logits_v3; the rows of <table>_power_law.csv whose distribution column
-// holds it); a table without such rows is read balanced.
+// moe_fp8,moe_fp8_block,moe_nvfp4,moe_int4,moe_mxfp4,mla_context,mla_generation}.csv. A missing folder or file leaves
+// that table empty (the model then falls back to the roofline); a malformed file is an InputError naming file, line and
+// column. `moe_routing`: the routing the fused-MoE rows were measured under. "balanced" (every expert n x k / E tokens:
+// the <table>.csv files) or one of aiconfigurator's power-law loads, "power_law_1.01" / "power_law_1.2" (expert loads
+// drawn from a power law of that exponent, the most-loaded EP rank measured: collector/helper.py power_law_logits_v3;
+// the rows of <table>_power_law.csv whose distribution column holds it); a table without such rows is read balanced.
 LatencyTables load_latency_tables(const std::string& root, const std::string& gpu,
                                   const std::string& moe_routing = "balanced");
 // The tables an FP8 model with block-scaled weights runs on: the block-scaled rows stand in for the

@@ -213,6 +213,7 @@ const std::set<std::string> kEngineKeys = {"kind",
                                            "inter_node_link",
                                            "latency_model",
                                            "moe_routing",
+                                           "mla_attention",
                                            "paged_block_cost",
                                            "mamba_cache_mode",
                                            "prefix_cache_retention_interval",
@@ -356,6 +357,12 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
   if (n["inter_node_link"]) e.inter_node_link = r.str(n["inter_node_link"], k("inter_node_link"));
   if (n["latency_model"]) e.latency_model = r.str(n["latency_model"], k("latency_model"));
   if (n["moe_routing"]) e.moe_routing = r.str(n["moe_routing"], k("moe_routing"));
+  if (n["mla_attention"]) {
+    e.mla_attention = r.str(n["mla_attention"], k("mla_attention"));
+    if (e.mla_attention != "roofline" && e.mla_attention != "module_rows")
+      r.fail(k("mla_attention"),
+             "unknown value " + quote_for_message(e.mla_attention) + " (known: roofline, module_rows)");
+  }
   if (n["paged_block_cost"]) e.paged_block_cost = r.boolean(n["paged_block_cost"], k("paged_block_cost"));
   if (n["mamba_cache_mode"]) {
     e.mamba_cache_mode = r.str(n["mamba_cache_mode"], k("mamba_cache_mode"));

@@ -1,0 +1,108 @@
+// MLA attention-module rows (engine.mla_attention module_rows): the table's interpolation on a hand-made
+// grid, the rows of aiconfigurator's vLLM 0.19.0 module collections quoted below
+// (h200_sxm/mla/vllm/0.19.0/mla_{generation,context}_module_perf.parquet, DeepSeek-V3, mla_dtype bfloat16),
+// and which models and settings get them.
+#include "sim/perf/mla_module_table.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/core/errors.h"
+#include "sim/model/config_reader.h"
+#include "sim/perf/calibrated_model.h"
+#include "sim/scenario/hardware_catalog.h"
+
+namespace kvsim {
+namespace {
+
+const std::string kRoot = KVSIM_SOURCE_DIR;
+
+// A grid of two batches; batch 8 stops at length 100 (as the context rows stop at fewer sequences for
+// longer prompts).
+std::vector<MlaModulePoint> grid() {
+  return {{"bf16", "bf16", 16, 1, 100, 1e-3}, {"bf16", "bf16", 16, 1, 200, 3e-3}, {"bf16", "bf16", 16, 4, 100, 2e-3},
+          {"bf16", "bf16", 16, 4, 200, 6e-3}, {"bf16", "bf16", 16, 8, 100, 5e-3}, {"bf16", "fp8", 16, 1, 100, 9e-3},
+          {"bf16", "bf16", 32, 1, 100, 9e-3}};
+}
+
+TEST(MlaModuleTable, InterpolatesInLengthThenBatch) {
+  const MlaModuleTable t(grid(), "bf16", "bf16", 16);
+  ASSERT_FALSE(t.empty());
+  EXPECT_DOUBLE_EQ(t.seconds(4, 200), 6e-3);  // a measured point
+  // Length 150 at batch 1: (1 + 3) / 2 = 2 ms; at batch 4: (2 + 6) / 2 = 4 ms. Batch 8 does not reach 150,
+  // so batch 2 lies between 1 and 4: 2 + (2 - 1) / 3 x (4 - 2) = 2.6667 ms.
+  EXPECT_NEAR(t.seconds(2, 150), 2e-3 + 2e-3 / 3, 1e-12);
+  // Batch 16 at length 150: batch 4 is the largest reaching it, 4 ms x 16 / 4 = 16 ms.
+  EXPECT_NEAR(t.seconds(16, 150), 16e-3, 1e-12);
+  // Length 100 is reached by batch 8: batch 6 between 4 and 8, 2 + 2 / 4 x 3 = 3.5 ms.
+  EXPECT_NEAR(t.seconds(6, 100), 3.5e-3, 1e-12);
+  // Below the shortest length: its value; beyond the longest: the last segment extended (1 + 2 x 2 = 5 ms).
+  EXPECT_DOUBLE_EQ(t.seconds(1, 10), 1e-3);
+  EXPECT_NEAR(t.seconds(1, 300), 5e-3, 1e-12);
+  EXPECT_TRUE(MlaModuleTable(grid(), "fp8_block", "bf16", 16).empty());
+  EXPECT_TRUE(MlaModuleTable(grid(), "bf16", "bf16", 8).empty());
+}
+
+TEST(MlaModuleTable, ShapeIsDeepSeekV3sAndKimis) {
+  const ModelSpec r1 = read_model_config(kRoot + "/models/latency/configs/deepseek-r1.json");
+  const ModelSpec kimi = read_model_config(kRoot + "/models/latency/configs/kimi-k2.5.json");
+  const ModelSpec glm = read_model_config(kRoot + "/models/latency/configs/glm-5.json");  // hidden 6144, DSA
+  const ModelSpec v32 = read_model_config(kRoot + "/models/deepseek-v3.2.json");          // DSA
+  EXPECT_TRUE(mla_module_shape(r1, r1.layers[0]));
+  EXPECT_TRUE(mla_module_shape(kimi, kimi.layers[0]));
+  EXPECT_FALSE(mla_module_shape(glm, glm.layers[0]));
+  EXPECT_FALSE(mla_module_shape(v32, v32.layers[0]));
+}
+
+// DeepSeek-R1 (61 MLA layers, FP8 block-scaled checkpoint) on H200 at TP 8 = 16 local heads, FP8 cache:
+// generation rows (fp8_block, fp8, 16 heads) batch 64 at 2048 cached tokens 0.1665 ms, batch 1 at 2 tokens
+// 0.1125 ms; context row batch 8 of 1024 tokens 1.1997 ms.
+TEST(MlaModuleTable, StepModelPricesDeepSeekMlaFromTheRows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
+  const ModelSpec r1 = read_model_config(kRoot + "/models/latency/configs/deepseek-r1.json");
+  const GpuSpec& g = hw.gpu("h200");
+  const CalibratedLatencyModel rows(r1, g, 8, DType::kFp8, DType::kFp8, t, {}, {}, {}, {}, 0, false, true);
+  ASSERT_TRUE(rows.uses_mla_module_table());
+  BatchShape decode;
+  decode.num_tokens = decode.num_decode_requests = 64;
+  decode.decode_context_tokens = 64 * 2048;
+  EXPECT_NEAR(rows.breakdown(decode).decode_attention_s, 61 * 0.1665e-3, 1e-12);
+
+  BatchShape prefill;
+  prefill.num_tokens = prefill.num_prefill_tokens = 8 * 1024;
+  prefill.num_prefill_requests = 8;
+  prefill.prefill_attn_pairs = 8 * 1024.0 * 1025.0 / 2;  // no cached prefix: nothing beyond the row
+  EXPECT_NEAR(rows.breakdown(prefill).prefill_attention_s, 61 * 1.1997e-3, 1e-12);
+
+  // Both in one step: the decodes add what their row costs above the one-request row.
+  BatchShape mixed = prefill;
+  mixed.num_tokens += 64;
+  mixed.num_decode_requests = 64;
+  mixed.decode_context_tokens = 64 * 2048;
+  EXPECT_NEAR(rows.breakdown(mixed).decode_attention_s, 61 * (0.1665e-3 - 0.1125e-3), 1e-12);
+
+  // Off by default, and never for a shape the rows were not measured at.
+  const CalibratedLatencyModel roofline(r1, g, 8, DType::kFp8, DType::kFp8, t, {});
+  EXPECT_FALSE(roofline.uses_mla_module_table());
+  EXPECT_NE(roofline.breakdown(decode).decode_attention_s, rows.breakdown(decode).decode_attention_s);
+  const ModelSpec glm = read_model_config(kRoot + "/models/latency/configs/glm-5.json");
+  EXPECT_FALSE(CalibratedLatencyModel(glm, g, 8, DType::kFp8, DType::kFp8, t, {}, {}, {}, {}, 0, false, true)
+                   .uses_mla_module_table());
+}
+
+// Kimi-K2.5 keeps attention in BF16 (compressed-tensors quantises the experts only): B200 rows bf16 / bf16
+// at 64 / 8 = 8 local heads, batch 16 at 2048 cached tokens 0.104 ms.
+TEST(MlaModuleTable, KimiUsesTheBf16RowsAtItsLocalHeads) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "b200");
+  const ModelSpec kimi = read_model_config(kRoot + "/models/latency/configs/kimi-k2.5.json");
+  const CalibratedLatencyModel m(kimi, hw.gpu("b200"), 8, DType::kInt4, DType::kBf16, t, {}, {}, {}, {}, 0, true, true);
+  ASSERT_TRUE(m.uses_mla_module_table());
+  BatchShape decode;
+  decode.num_tokens = decode.num_decode_requests = 16;
+  decode.decode_context_tokens = 16 * 2048;
+  EXPECT_NEAR(m.breakdown(decode).decode_attention_s, 61 * 0.104e-3, 1e-12);
+}
+
+}  // namespace
+}  // namespace kvsim
