@@ -17,6 +17,7 @@ namespace {
 // The calibrated model's tables for this GPU, MoE routing and weight format.
 LatencyTables tables_for(const LatencyModelSpec& spec, const GpuSpec& gpu) {
   LatencyTables t = load_latency_tables(spec.tables_dir, gpu.name, spec.moe_routing);
+  if (spec.mla_module_rows) t = with_mla_module_rows(std::move(t));
   return spec.fp8_block_scaled ? with_block_fp8_rows(std::move(t)) : t;
 }
 

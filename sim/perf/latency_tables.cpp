@@ -118,8 +118,6 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
   t.gemm_nvfp4 = read_gemm((dir / "gemm_nvfp4.csv").string());
   t.context_attention = read_attention((dir / "context_attention.csv").string(), "isl");
   t.generation_attention = read_attention((dir / "generation_attention.csv").string(), "context");
-  t.mla_context = read_mla((dir / "mla_context.csv").string(), "isl");
-  t.mla_generation = read_mla((dir / "mla_generation.csv").string(), "context");
   if (const std::string p = (dir / "allreduce.csv").string(); fs::exists(p)) {
     const CsvFile f = read_csv_file(p);
     const int g = f.column("num_gpus"), b = f.column("message_bytes"), lat = f.column("latency_ms");
@@ -137,6 +135,13 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
       *rows = read_moe((dir / (std::string(name) + "_power_law.csv")).string(), moe_routing);
     if (rows->empty()) *rows = read_moe((dir / (std::string(name) + ".csv")).string());
   }
+  return t;
+}
+
+LatencyTables with_mla_module_rows(LatencyTables t) {
+  if (t.dir.empty()) return t;
+  t.mla_context = read_mla((fs::path(t.dir) / "mla_context.csv").string(), "isl");
+  t.mla_generation = read_mla((fs::path(t.dir) / "mla_generation.csv").string(), "context");
   return t;
 }
 

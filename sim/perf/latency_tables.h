@@ -59,20 +59,24 @@ struct LatencyTables {
   std::vector<MoePoint> moe_nvfp4;             // NVFP4 experts (FP4 tensor cores), moe_nvfp4.csv
   std::vector<MoePoint> moe_int4;              // INT4 weight-only experts (W4A16, Marlin), moe_int4.csv
   std::vector<MoePoint> moe_mxfp4;             // MXFP4 weight-only experts (W4A16, gpt-oss), moe_mxfp4.csv
-  std::vector<MlaModulePoint> mla_context;     // mla_context.csv
-  std::vector<MlaModulePoint> mla_generation;  // mla_generation.csv
+  std::vector<MlaModulePoint> mla_context;     // mla_context.csv (with_mla_module_rows)
+  std::vector<MlaModulePoint> mla_generation;  // mla_generation.csv (with_mla_module_rows)
   bool has_gemm() const { return !gemm.empty(); }
 };
 
 // Reads <root>/<gpu>/{gemm,gemm_fp8,gemm_fp8_block,gemm_nvfp4,context_attention,generation_attention,allreduce,moe,
-// moe_fp8,moe_fp8_block,moe_nvfp4,moe_int4,moe_mxfp4,mla_context,mla_generation}.csv. A missing folder or file leaves
-// that table empty (the model then falls back to the roofline); a malformed file is an InputError naming file, line and
-// column. `moe_routing`: the routing the fused-MoE rows were measured under. "balanced" (every expert n x k / E tokens:
-// the <table>.csv files) or one of aiconfigurator's power-law loads, "power_law_1.01" / "power_law_1.2" (expert loads
-// drawn from a power law of that exponent, the most-loaded EP rank measured: collector/helper.py power_law_logits_v3;
-// the rows of <table>_power_law.csv whose distribution column holds it); a table without such rows is read balanced.
+// moe_fp8,moe_fp8_block,moe_nvfp4,moe_int4,moe_mxfp4}.csv (the MLA module rows: with_mla_module_rows). A missing folder
+// or file leaves that table empty (the model then falls back to the roofline); a malformed file is an InputError naming
+// file, line and column. `moe_routing`: the routing the fused-MoE rows were measured under. "balanced" (every expert n
+// x k / E tokens: the <table>.csv files) or one of aiconfigurator's power-law loads, "power_law_1.01" / "power_law_1.2"
+// (expert loads drawn from a power law of that exponent, the most-loaded EP rank measured: collector/helper.py
+// power_law_logits_v3; the rows of <table>_power_law.csv whose distribution column holds it); a table without such rows
+// is read balanced.
 LatencyTables load_latency_tables(const std::string& root, const std::string& gpu,
                                   const std::string& moe_routing = "balanced");
+// The tables plus the MLA module rows of their folder (mla_context.csv, mla_generation.csv), read only for
+// engine.mla_attention module_rows (off by default), so that a default run does not parse them.
+LatencyTables with_mla_module_rows(LatencyTables t);
 // The tables an FP8 model with block-scaled weights runs on: the block-scaled rows stand in for the
 // per-tensor FP8 ones (gemm_fp8, moe_fp8), each where the GPU has them (else the per-tensor rows stay).
 LatencyTables with_block_fp8_rows(LatencyTables t);

@@ -58,7 +58,8 @@ TEST(MlaModuleTable, ShapeIsDeepSeekV3sAndKimis) {
 // 0.1125 ms; context row batch 8 of 1024 tokens 1.1997 ms.
 TEST(MlaModuleTable, StepModelPricesDeepSeekMlaFromTheRows) {
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
-  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
+  const LatencyTables t = with_mla_module_rows(load_latency_tables(kRoot + "/models/latency", "h200"));
+  ASSERT_TRUE(load_latency_tables(kRoot + "/models/latency", "h200").mla_generation.empty());  // not read by default
   const ModelSpec r1 = read_model_config(kRoot + "/models/latency/configs/deepseek-r1.json");
   const GpuSpec& g = hw.gpu("h200");
   const CalibratedLatencyModel rows(r1, g, 8, DType::kFp8, DType::kFp8, t, {}, {}, {}, {}, 0, false, true);
@@ -94,7 +95,7 @@ TEST(MlaModuleTable, StepModelPricesDeepSeekMlaFromTheRows) {
 // at 64 / 8 = 8 local heads, batch 16 at 2048 cached tokens 0.104 ms.
 TEST(MlaModuleTable, KimiUsesTheBf16RowsAtItsLocalHeads) {
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
-  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "b200");
+  const LatencyTables t = with_mla_module_rows(load_latency_tables(kRoot + "/models/latency", "b200"));
   const ModelSpec kimi = read_model_config(kRoot + "/models/latency/configs/kimi-k2.5.json");
   const CalibratedLatencyModel m(kimi, hw.gpu("b200"), 8, DType::kInt4, DType::kBf16, t, {}, {}, {}, {}, 0, true, true);
   ASSERT_TRUE(m.uses_mla_module_table());
