@@ -319,6 +319,11 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   y += "    suffix_tokens: " + std::to_string(p.isl) + "\n";
   y += "    output_tokens: " + std::to_string(p.osl) + "\n";
   y += "    concurrency: " + std::to_string(p.concurrency + protocol.extra_clients) + "\n";
+  if (protocol.turnaround_ms > 0) {
+    char mean[64];
+    std::snprintf(mean, sizeof mean, "%.9g", protocol.turnaround_ms * 1e-3);
+    y += "    turnaround: {kind: exponential, mean: " + std::string(mean) + "}\n";
+  }
   return parse_scenario(y, "validation point line " + std::to_string(p.line));
 }
 
@@ -455,6 +460,10 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
      "dtype), aiconfigurator (what aiconfigurator's generator passed on the row's `measured` date: none before "
      "2025-12-04, fp8 on FP8 GPUs until 2026-02-11, then fp8 for FP8 / NVFP4 weights only) or weights (fp8 for "
      "FP8 / NVFP4 weights on FP8 GPUs); overrides the file's '# protocol:' line (kv_dtype=...); default column")
+    ("turnaround-ms", po::value<double>()->default_value(0.0),
+     "the client's turnaround: each request reaches the engine this long on average (exponential) after its slot "
+     "is free, each slot on its own (workload.synthetic.turnaround); 0 = every free slot refilled at once; "
+     "tested, not adopted (models/latency/README.md)")
     ("latency-model", po::value<std::string>()->default_value("calibrated"), "calibrated | roofline")
     ("hardware-dir", po::value<std::string>()->default_value(kDefaultHardwareDir), "hardware catalog directory")
     ("points", po::value<std::string>(), "the CSV of measured points (positional)");
@@ -485,6 +494,9 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   protocol.extra_clients = vm["extra-clients"].as<int>();
   protocol.fp8_block_columns = vm["fp8-block-columns"].as<bool>();
   protocol.mla_module_rows = vm["mla-module-rows"].as<bool>();
+  protocol.turnaround_ms = vm["turnaround-ms"].as<double>();
+  if (!(protocol.turnaround_ms >= 0 && protocol.turnaround_ms <= 1e6))
+    throw InputError("--turnaround-ms must be in [0, 1e6]");
   if (protocol.extra_clients < 0 || protocol.extra_clients > kMaxConcurrency)
     throw InputError("--extra-clients must be in [0, " + std::to_string(kMaxConcurrency) + "]");
   if (vm.count("deployment"))

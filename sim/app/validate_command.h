@@ -80,6 +80,8 @@ struct ValidationProtocol {
   // '# protocol:' line (kv_dtype=column|aiconfigurator|weights).
   enum class KvRule { kColumn, kAiconfigurator, kWeights };
   KvRule kv_rule = KvRule::kColumn;
+  // The client's turnaround (workload.synthetic.turnaround): exponential with this mean, ms; 0 = none.
+  double turnaround_ms = 0.0;
 };
 
 // The kv_cache_dtype a point runs with under `rule` (ValidationProtocol::KvRule). A kv_dtype column

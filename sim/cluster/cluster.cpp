@@ -104,26 +104,51 @@ void Cluster::on_report() {
 }
 
 void Cluster::schedule_next_arrival() {
-  if (source_done_ || next_.has_value()) return;
-  next_ = source_.next();
-  if (!next_) {
-    source_done_ = true;
-    return;
+  while (!source_done_ && !next_.has_value()) {
+    next_ = source_.next();
+    if (!next_) {
+      source_done_ = true;
+      return;
+    }
+    SimTime at = next_->arrival;
+    if (closed_loop_ > 0) {
+      // The request reaches the server its client turnaround after the slot is free. Zero: at once,
+      // one arrival after the other in the same instant.
+      const Duration turnaround = next_->turnaround;
+      at = ctx_.now() + turnaround;
+      if (turnaround > Duration::ns(0)) {
+        const int64_t id = next_->id.value();
+        next_->arrival = at;
+        in_transit_.emplace(id, std::move(*next_));
+        next_.reset();
+        ctx_.queue.schedule(at, Phase::kArrival, kTagArrival, [this, id] { on_turnaround_done(id); });
+        if (!slot_free()) return;
+        continue;
+      }
+    } else if (at < ctx_.now()) {
+      throw InputError("request " + std::to_string(next_->id.value()) + ": arrival time goes backwards");
+    }
+    next_->arrival = at;
+    ctx_.queue.schedule(at, Phase::kArrival, kTagArrival, [this] { on_arrival(); });
   }
-  SimTime at = next_->arrival;
-  if (closed_loop_ > 0) {
-    at = ctx_.now();
-  } else if (at < ctx_.now()) {
-    throw InputError("request " + std::to_string(next_->id.value()) + ": arrival time goes backwards");
-  }
-  next_->arrival = at;
-  ctx_.queue.schedule(at, Phase::kArrival, kTagArrival, [this] { on_arrival(); });
+}
+
+void Cluster::on_turnaround_done(int64_t id) {
+  auto it = in_transit_.find(id);
+  KVSIM_CHECK(it != in_transit_.end(), "turnaround of request " << id << " not in transit");
+  RequestSpec spec = std::move(it->second);
+  in_transit_.erase(it);
+  admit(std::move(spec));
 }
 
 void Cluster::on_arrival() {
   KVSIM_CHECK(next_.has_value(), "arrival without a request");
   RequestSpec spec = std::move(*next_);
   next_.reset();
+  admit(std::move(spec));
+}
+
+void Cluster::admit(RequestSpec spec) {
   ++submitted_;
   if (arrival_sink_ != nullptr) arrival_sink_->on_arrival(spec.id, spec.arrival);
   if (spec.prompt_tokens == 0)
@@ -147,7 +172,7 @@ void Cluster::on_arrival() {
     submit_to(instance, std::move(spec), RemoteKv::kNone);
   }
   // Open loop: the following arrival is scheduled now. Closed loop: until C are in flight.
-  if (closed_loop_ == 0 || submitted_ - done_ < closed_loop_) schedule_next_arrival();
+  if (closed_loop_ == 0 || slot_free()) schedule_next_arrival();
 }
 
 void Cluster::submit_to(int instance, RequestSpec spec, RemoteKv remote) {
@@ -393,7 +418,7 @@ void Cluster::on_done(int instance, RequestId id) {
   ++done_;
   router_->on_finished(id, instance);
   if (progress_) progress_(done_, ctx_.now());
-  if (closed_loop_ > 0 && submitted_ - done_ < closed_loop_) schedule_next_arrival();
+  if (closed_loop_ > 0 && slot_free()) schedule_next_arrival();
 }
 
 ServingResult Cluster::run() {
@@ -432,7 +457,7 @@ ServingResult Cluster::run() {
 
 void Cluster::invariants() const {
   KVSIM_CHECK(ctx_.queue.empty(), "events left in the queue");
-  KVSIM_CHECK(source_done_ && !next_.has_value(), "source not drained");
+  KVSIM_CHECK(source_done_ && !next_.has_value() && in_transit_.empty(), "source not drained");
   KVSIM_CHECK(delayed_.empty(), "routed requests never submitted");
   KVSIM_CHECK(done_ == submitted_, "done " << done_ << " != submitted " << submitted_);
   KVSIM_CHECK(pending_.empty(), pending_.size() << " disaggregated requests never finished their pull");

@@ -116,6 +116,10 @@ class Cluster final : private IClusterView {
   void on_report();
   void schedule_next_arrival();
   void on_arrival();
+  void on_turnaround_done(int64_t id);
+  void admit(RequestSpec spec);
+  // Closed loop: a slot is free (requests in flight, or on their way after a client turnaround, < C).
+  bool slot_free() const { return submitted_ + static_cast<int64_t>(in_transit_.size()) - done_ < closed_loop_; }
   void on_delayed_submit();
   void on_done(int instance, RequestId id);
   // Disaggregation.
@@ -151,6 +155,9 @@ class Cluster final : private IClusterView {
   std::function<bool()> stop_;
   int closed_loop_ = 0;
   std::optional<RequestSpec> next_;
+  // Closed loop: requests the client is sending after a non-zero turnaround, by id; each arrives on
+  // its own (the client's slots turn around in parallel).
+  std::map<int64_t, RequestSpec> in_transit_;
   std::vector<int64_t> routed_;
   int64_t submitted_ = 0;
   int64_t done_ = 0;

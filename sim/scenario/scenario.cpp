@@ -154,8 +154,8 @@ TraceConfig read_trace(const Reader& r, const YAML::Node& n, const std::string& 
 SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::string& w) {
   r.only_keys(n, w,
               {"kind", "rate", "cv", "num_requests", "duration", "input_tokens", "output_tokens", "groups",
-               "requests_per_group", "prefix_tokens", "suffix_tokens", "concurrency", "order", "sessions", "turns",
-               "think_time", "user_tokens", "system_prompt_tokens"});
+               "requests_per_group", "prefix_tokens", "suffix_tokens", "concurrency", "order", "turnaround", "sessions",
+               "turns", "think_time", "user_tokens", "system_prompt_tokens"});
   SyntheticConfig s;
   auto k = [&](const char* key) { return w + "." + key; };
   if (n["kind"]) s.kind = r.str(n["kind"], k("kind"));
@@ -171,6 +171,7 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
   if (n["suffix_tokens"]) s.suffix_tokens = r.integer(n["suffix_tokens"], k("suffix_tokens"), 0);
   if (n["concurrency"]) s.concurrency = static_cast<int>(r.integer(n["concurrency"], k("concurrency"), 0, INT_MAX));
   if (n["order"]) s.order = r.str(n["order"], k("order"));
+  if (n["turnaround"]) s.turnaround = read_dist(r, n["turnaround"], k("turnaround"), true);
   if (n["sessions"]) s.sessions = r.integer(n["sessions"], k("sessions"), 0);
   if (n["turns"]) s.turns = r.integer(n["turns"], k("turns"), 1);
   if (n["think_time"]) s.think_time = read_dist(r, n["think_time"], k("think_time"), true);

@@ -33,6 +33,9 @@ struct RequestSpec {
   int priority = 0;                // lower runs first under the priority policy (vLLM)
   std::string lora;                // LoRA adapter name, enters every block key
   std::string cache_salt;          // enters the first block key only
+  // Closed loop only: the client's delay between the slot freeing and this request's arrival
+  // (workload.synthetic.turnaround); 0 = at once.
+  Duration turnaround = Duration::ns(0);
 };
 
 // A stream of requests in arrival order. Implementations read lazily: a trace of millions of
@@ -45,7 +48,8 @@ class IRequestSource {
   // Lines skipped because they were malformed (with --skip-bad-lines); 0 for generators.
   virtual int64_t skipped_lines() const { return 0; }
   // > 0 for a closed loop: at most this many requests in flight, the next one arriving when one
-  // finishes (its arrival time is then set by the driver; the source's own arrival is ignored).
+  // finishes (its arrival time is then set by the driver, `turnaround` after the slot is free; the
+  // source's own arrival is ignored).
   virtual int closed_loop_concurrency() const { return 0; }
 };
 

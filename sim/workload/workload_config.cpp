@@ -71,6 +71,9 @@ void validate_synthetic(const SyntheticConfig& s, const std::string& w) {
     if ((s.concurrency > 0) == (s.rate > 0.0)) {
       fail(w, "concurrency", "set exactly one of concurrency (closed loop) and rate (open loop)");
     }
+    validate_dist(s.turnaround, w + ".turnaround");
+    if (s.concurrency == 0 && (s.turnaround.kind != "fixed" || s.turnaround.value != 0.0))
+      fail(w, "turnaround", "applies to a closed loop only (set concurrency)");
     if (s.order != "interleaved" && s.order != "grouped" && s.order != "random") {
       fail(w, "order", "unknown '" + s.order + "' (valid: interleaved, grouped, random)");
     }

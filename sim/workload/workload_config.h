@@ -72,6 +72,11 @@ struct SyntheticConfig {
   int64_t suffix_tokens = 0;          // tokens of each request's unique suffix (>= 0; prefix+suffix >= 1)
   int concurrency = 0;                // > 0: closed loop, this many in flight (then rate must be 0)
   std::string order = "interleaved";  // "interleaved" (g0r0, g1r0, ..., g0r1, ...) | "grouped" | "random"
+  // Closed loop only: seconds the client takes to send each request once its slot is free (after the
+  // slot's previous request finished, or at the start), drawn per request from "workload/turnaround".
+  // Each slot turns around on its own. Not part of TTFT (the request arrives after it). Default 0:
+  // every free slot is refilled at once.
+  DistSpec turnaround = DistSpec::fixed(0.0);
 
   // multi_turn
   int64_t sessions = 1;                         // conversations to start (0 = until duration)

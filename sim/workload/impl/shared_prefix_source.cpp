@@ -14,7 +14,10 @@ namespace {
 class SharedPrefixSource final : public IRequestSource {
  public:
   SharedPrefixSource(const SyntheticConfig& c, RandomStreams& rng)
-      : config_(c), output_rng_(rng.stream("workload/output_tokens")), total_(c.groups * c.requests_per_group) {
+      : config_(c),
+        output_rng_(rng.stream("workload/output_tokens")),
+        turnaround_rng_(rng.stream("workload/turnaround")),
+        total_(c.groups * c.requests_per_group) {
     if (c.num_requests > 0) total_ = std::min(total_, c.num_requests);
     if (c.concurrency == 0) arrivals_.emplace(false, c.rate, 1.0, rng.stream("workload/arrivals"));
     if (c.order == "random") {
@@ -45,6 +48,8 @@ class SharedPrefixSource final : public IRequestSource {
     RequestSpec r;
     r.id = RequestId(emitted_);
     r.arrival = t;
+    if (config_.concurrency > 0)
+      r.turnaround = duration_from_seconds(sample_seconds(config_.turnaround, turnaround_rng_));
     if (config_.prefix_tokens > 0) {
       r.prompt.push_back(Segment{make_content_id(ContentNamespace::kGroupPrefix, static_cast<uint64_t>(group)),
                                  config_.prefix_tokens});
@@ -70,6 +75,7 @@ class SharedPrefixSource final : public IRequestSource {
 
   SyntheticConfig config_;
   RandomStream& output_rng_;
+  RandomStream& turnaround_rng_;
   std::optional<ArrivalProcess> arrivals_;
   std::vector<int64_t> permutation_;
   int64_t total_;
