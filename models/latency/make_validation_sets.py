@@ -12,7 +12,9 @@ current `kvsim validate` cannot run (GPU not in the catalog, int4, EP / attentio
 are kept; analysis/validation_report.py skips them for the current binary. Split: a row goes to
 heldout/ when sha256 of its configuration key (model, system, backend, version, precision, layout,
 isl, osl, concurrency) modulo 5 is 0, unless the same measurement is already in an earlier committed
-set (its error is already published). Rows of overhead_fit.csv (used to fit) are dropped.
+set (its error is already published). Rows of overhead_fit.csv (used to fit) are dropped. Scheduler
+columns are left empty (engine defaults) except for the vLLM Llama-3.1-70B collection
+(generator_budget(), a choice made after looking at errors: models/latency/README.md).
 See models/latency/PROVENANCE.md.
 """
 import hashlib
@@ -91,6 +93,16 @@ def earlier_file(rows, key, ttft):
     return ""
 
 
+def generator_budget(r):
+    """max_num_batched_tokens of the vLLM Llama-3.1-70B collection (ids 2026_04_06_llama_3_1_70b_*_vllm_*,
+    measured 2025-10-29): aiconfigurator's vLLM agg generator rule, concurrency + isl + 1500, as
+    validation_vllm_llama70b.csv has it for the same measurements (PROVENANCE.md); '' for every other row
+    (the engine's default)."""
+    if r.backend == "vllm" and r.id.startswith("2026_04_06_llama_3_1_70b_") and r.measured.startswith("2025-10-29"):
+        return int(r.conc) + int(r.isl) + 1500
+    return ""
+
+
 def main(path):
     s = pd.read_csv(path)
     s = s[(s["mode"] == "agg") & s.model_path.isin(MODELS.keys())].copy()
@@ -160,7 +172,8 @@ def main(path):
             "ttft_ms": "%.2f" % r.silicon_ttft_ms, "tpot_ms": "%.3f" % r.silicon_tpot_ms, "engine": r.backend,
             "dtype": prec, "weight_dtype": prec, "kv_dtype": "", "dp": dp,
             "enable_expert_parallel": int(ep > 1), "ep": ep, "moe_tp": moe_tp, "pp": pp, "gpus": gpus,
-            "nodes": math.ceil(gpus / GPUS_PER_NODE[r.system]), "max_num_batched_tokens": "", "max_num_seqs": "",
+            "nodes": math.ceil(gpus / GPUS_PER_NODE[r.system]),
+            "max_num_batched_tokens": generator_budget(r), "max_num_seqs": "",
             "enable_chunked_prefill": "", "engine_version": version or r.image.split(":")[-1],
             "gemm_quant_mode": r.gemm_quant_mode if isinstance(r.gemm_quant_mode, str) else "",
             "moe_quant_mode": r.moe_quant_mode if isinstance(r.moe_quant_mode, str) else "",
