@@ -1,6 +1,7 @@
 #include "sim/cluster/cluster.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "sim/cluster/impl/prefix_hashes.h"
 #include "sim/cluster/router_registry.h"
@@ -115,6 +116,10 @@ void Cluster::schedule_next_arrival() {
       // The request reaches the server its client turnaround after the slot is free. Zero: at once,
       // one arrival after the other in the same instant.
       const Duration turnaround = next_->turnaround;
+      if (ctx_.now().ns() > INT64_MAX - turnaround.ns())
+        throw InputError(
+            "workload.synthetic.turnaround: arrival times run past the end of the simulated clock (about "
+            "292 years)");
       at = ctx_.now() + turnaround;
       if (turnaround > Duration::ns(0)) {
         const int64_t id = next_->id.value();

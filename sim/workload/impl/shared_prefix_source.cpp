@@ -49,7 +49,9 @@ class SharedPrefixSource final : public IRequestSource {
     r.id = RequestId(emitted_);
     r.arrival = t;
     if (config_.concurrency > 0)
-      r.turnaround = duration_from_seconds(sample_seconds(config_.turnaround, turnaround_rng_));
+      r.turnaround = advance_clock(SimTime::zero(), sample_seconds(config_.turnaround, turnaround_rng_),
+                                   "workload.synthetic.turnaround") -
+                     SimTime::zero();
     if (config_.prefix_tokens > 0) {
       r.prompt.push_back(Segment{make_content_id(ContentNamespace::kGroupPrefix, static_cast<uint64_t>(group)),
                                  config_.prefix_tokens});
