@@ -28,10 +28,22 @@ std::vector<int64_t> capture_sizes(const LatencyModelSpec& spec) {
   return vllm_cudagraph_capture_sizes(spec.max_num_seqs, spec.max_num_batched_tokens);
 }
 
+// Whether the step prices the block size (paged_block_term.h). Not for SGLang: its attention backends
+// (FA3 on Hopper, the one measured) read the page table token by token, page 1 being SGLang's default
+// (server_args page_size), and measure no page-size cost. aiconfigurator's SGLang 0.5.14 H200 decode rows,
+// collected at page 1 (collector/sglang/collect_attn.py: page_size = 1 unless trtllm_mha, commit e23be5a79),
+// are 0.94 x its vLLM 0.19.0 rows at block 64 at the median over 2,811 shared shapes (0.98-1.07 x at
+// batch >= 64, where the KV read dominates), against the 2-3 x the FlashAttention per-page term gives
+// page 1; its SGLang 0.5.6.post2 rows at page 64 are no faster than page 1 (models/latency/README.md,
+// "SGLang pages").
+bool block_term_applies(const LatencyModelSpec& spec) {
+  return spec.block_cost && spec.block_size > 0 && spec.engine_kind != "sglang";
+}
+
 // One model per pipeline stage, without the per-step overhead (the pipeline adds it once per step).
 std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const ModelSpec& model, const GpuSpec& gpu,
                                              const ParallelPlan& plan) {
-  const bool term = spec.block_cost && spec.block_size > 0;
+  const bool term = block_term_applies(spec);
   const std::vector<StageRange> ranges = pipeline_stages(static_cast<int>(model.layers.size()), plan.pp);
   std::vector<PipelineStage> stages;
   std::vector<LinkCost> sends;
@@ -91,7 +103,7 @@ bool checkpoint_dense_weights_16bit(const ModelSpec& m) {
 
 std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, const ModelSpec& model,
                                                   const GpuSpec& gpu, const std::string& key) {
-  const bool term = spec.block_cost && spec.block_size > 0;
+  const bool term = block_term_applies(spec);
   ParallelPlan plan = spec.parallel;
   plan.tp = spec.tp;
   if (spec.name != "roofline" && spec.name != "calibrated")

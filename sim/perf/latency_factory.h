@@ -20,7 +20,8 @@ struct LatencyModelSpec {
   std::string tables_dir;      // calibrated: the latency tables folder (models/latency)
   std::string engine_kind;     // calibrated: whose per-step overhead (vllm | sglang | trtllm)
   std::string engine_version;  // calibrated: its release, for the version-dependent terms (empty: current)
-  // The block-size term (paged_block_term.h). block_size 0 or block_cost false: no term.
+  // The block-size term (paged_block_term.h). block_size 0, block_cost false or engine_kind "sglang"
+  // (page-1-native kernels, latency_factory.cpp block_term_applies): no term.
   int block_size = 0;
   // The roofline's reference: the block size the engine resolves by default for this model. The
   // calibrated model always uses kCalibrationTablesBlockSize.

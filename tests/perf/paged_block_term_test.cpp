@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/errors.h"
+#include "sim/model/config_reader.h"
+#include "sim/perf/latency_factory.h"
 #include "sim/perf/roofline_model.h"
+#include "sim/scenario/hardware_catalog.h"
 
 namespace kvsim {
 namespace {
@@ -127,6 +130,51 @@ TEST(PagedBlockTerm, RooflineAddsTheTermAndIsUnchangedAtTheReference) {
   const int64_t saved = plain.step_time(b).ns() - coarse.step_time(b).ns();
   EXPECT_NEAR(static_cast<double>(saved), 4423680.0 * kPagedGatherSecondsPerPageHead * 1e9, 1.0);
   EXPECT_NEAR(coarse.breakdown(b).block_s, -4423680.0 * kPagedGatherSecondsPerPageHead, 1e-15);
+}
+
+// SGLang's attention backends read the page table token by token (page 1 is its default) and measure no
+// page-size cost (latency_factory.cpp, block_term_applies), so the factory prices no block term for
+// engine kind sglang; vLLM at the same block 1 pays it. Both models, through the factory.
+LatencyModelSpec factory_spec(const std::string& model, const std::string& engine, int block_size) {
+  LatencyModelSpec s;
+  s.name = model;
+  s.tables_dir = std::string(KVSIM_SOURCE_DIR) + "/models/latency";
+  s.engine_kind = engine;
+  s.block_size = block_size;
+  s.default_block_size = 16;
+  return s;
+}
+
+TEST(PagedBlockTerm, FactoryPricesNoTermForSglangPages) {
+  const ModelSpec m = priced_model();
+  const BatchShape b = decode_batch(64, 4096);
+  const GpuSpec g = toy_gpu();
+  const auto time = [&](const std::string& engine, int block) {
+    return make_latency_model(factory_spec("roofline", engine, block), m, g, "k")->step_time(b).ns();
+  };
+  // Roofline reference 16: SGLang at page 1 and at 256 costs what it costs at 16.
+  EXPECT_EQ(time("sglang", 1), time("sglang", 16));
+  EXPECT_EQ(time("sglang", 256), time("sglang", 16));
+  // vLLM at block 1 reads 262,144 pages a layer-head instead of 16,384: (262,144 - 16,384) x 36 x 8
+  // page-heads = 70,778,880 x 2.1912e-10 s = 15.51 ms more.
+  EXPECT_NEAR(static_cast<double>(time("vllm", 1) - time("vllm", 16)),
+              70778880.0 * kPagedGatherSecondsPerPageHead * 1e9, 1.0);
+}
+
+TEST(PagedBlockTerm, CalibratedSglangDecodeAtPage1CostsWhatTheTablesSay) {
+  const std::string root = KVSIM_SOURCE_DIR;
+  const ModelSpec m = read_model_config(root + "/models/latency/configs/llama-3.1-8b.json");
+  const GpuSpec g = load_hardware_catalog(root + "/models/hardware").gpu("h200");
+  const BatchShape b = decode_batch(64, 4096);
+  const auto time = [&](const std::string& engine, int block) {
+    return make_latency_model(factory_spec("calibrated", engine, block), m, g, "k")->step_time(b).ns();
+  };
+  // The tables' block is 64: vLLM there and SGLang at any page price the same attention.
+  EXPECT_EQ(time("sglang", 1), time("sglang", 64));
+  // Llama-3.1-8B: 32 layers x 8 KV heads; 262,144 tokens a layer-head at page 1 against 4,096 pages at 64:
+  // (262,144 - 4,096) x 256 = 66,060,288 page-heads x 2.1912e-10 s = 14.48 ms, which vLLM at block 1 pays.
+  EXPECT_NEAR(static_cast<double>(time("vllm", 1) - time("vllm", 64)),
+              66060288.0 * kPagedGatherSecondsPerPageHead * 1e9, 1.0);
 }
 
 }  // namespace
