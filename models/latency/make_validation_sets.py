@@ -31,8 +31,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 # The measurement protocol every file states (read by kvsim validate; see the README section cited).
-PROTOCOL = ('# protocol: warmup_per_slot=0 requests_per_slot=10 client=aiperf (aiconfigurator\'s benchmark runner '
-            'drains its 2c warm-up before measuring; models/latency/README.md, "Closed-loop measurement protocol")\n')
+PROTOCOL = ('# protocol: warmup_per_slot=0 requests_per_slot=10 client=aiperf client_ttft_ms=11.6 (aiconfigurator\'s '
+            'benchmark runner drains its 2c warm-up before measuring; client - server TTFT from vLLM PR #54628; '
+            'models/latency/README.md, "Closed-loop measurement protocol", "Client-side TTFT")\n')
 
 # model_path -> (config file, group)
 MODELS = {

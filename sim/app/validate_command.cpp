@@ -342,14 +342,37 @@ ValidationProtocol::KvRule parse_kv_rule(const std::string& value, const std::st
   throw InputError(where + ": unknown value '" + value + "' (known: column, aiconfigurator, weights)");
 }
 
+namespace {
+
+std::string shortest_number(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+// A client TTFT overhead in ms: a plain decimal number in [0, kMaxClientTtftMs]; an error naming `where`
+// otherwise.
+constexpr double kMaxClientTtftMs = 10000;
+double parse_client_ttft_ms(const std::string& value, const std::string& where) {
+  const bool plain = !value.empty() && value.find_first_not_of("0123456789.") == std::string::npos &&
+                     std::count(value.begin(), value.end(), '.') <= 1 && value.front() != '.' && value.back() != '.' &&
+                     value.size() <= 12;
+  const double ms = plain ? std::stod(value) : -1;
+  if (!plain || ms > kMaxClientTtftMs)
+    throw InputError(where + ": '" + value + "' must be a plain decimal number of milliseconds in [0, 10000]");
+  return ms;
+}
+
+}  // namespace
+
 // A points file states how its points were measured in a comment line before the header:
 //   # protocol: warmup_per_slot=0 requests_per_slot=10 [client=NAME] [deployment=engine-defaults|aiconfigurator]
-//               [kv_dtype=column|aiconfigurator|weights]
+//               [kv_dtype=column|aiconfigurator|weights] [client_ttft_ms=X]
 //               [(free text to the end of the line)]
 // (models/latency/README.md, "Closed-loop measurement protocol"). Values given on the command line win.
 // Returns the client named, or "" when the file has no protocol line.
 std::string read_protocol_directive(const std::string& path, ValidationProtocol& protocol, bool warmup_given,
-                                    bool requests_given, bool deployment_given, bool kv_given) {
+                                    bool requests_given, bool deployment_given, bool kv_given, bool client_ttft_given) {
   LineReader reader(path, "points file");
   std::string_view line;
   std::string client;
@@ -400,9 +423,14 @@ std::string read_protocol_directive(const std::string& path, ValidationProtocol&
         if (!kv_given) protocol.kv_rule = k;
         continue;
       }
+      if (key == "client_ttft_ms") {
+        const double ms = parse_client_ttft_ms(value, where + ": protocol client_ttft_ms");
+        if (!client_ttft_given) protocol.client_ttft_ms = ms;
+        continue;
+      }
       if (key != "warmup_per_slot" && key != "requests_per_slot")
         throw InputError(where + ": unknown protocol key '" + key +
-                         "' (known: warmup_per_slot, requests_per_slot, client, deployment, kv_dtype)");
+                         "' (known: warmup_per_slot, requests_per_slot, client, deployment, kv_dtype, client_ttft_ms)");
       const int lo = key == "warmup_per_slot" ? 0 : 1;
       const bool digits = value.find_first_not_of("0123456789") == std::string::npos && value.size() <= 6;
       const int v = digits ? std::stoi(value) : -1;
@@ -464,6 +492,11 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
      "the client's turnaround: each request reaches the engine this long on average (exponential) after its slot "
      "is free, each slot on its own (workload.synthetic.turnaround); 0 = every free slot refilled at once; "
      "tested, not adopted (models/latency/README.md)")
+    ("client-ttft-ms", po::value<std::string>(),
+     "added to every simulated TTFT: what the client's TTFT holds beyond the engine's (HTTP request, request "
+     "handling, first SSE chunk), ms; overrides the file's '# protocol:' line (client_ttft_ms=...), whose "
+     "committed sets state 11.6 (vLLM PR #54628's client - server TTFT, openai-chat; models/latency/README.md, "
+     "\"Client-side TTFT\"); default 0")
     ("latency-model", po::value<std::string>()->default_value("calibrated"), "calibrated | roofline")
     ("hardware-dir", po::value<std::string>()->default_value(kDefaultHardwareDir), "hardware catalog directory")
     ("points", po::value<std::string>(), "the CSV of measured points (positional)");
@@ -502,6 +535,8 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   if (vm.count("deployment"))
     protocol.deployment = parse_deployment(vm["deployment"].as<std::string>(), "--deployment");
   if (vm.count("kv-dtype")) protocol.kv_rule = parse_kv_rule(vm["kv-dtype"].as<std::string>(), "--kv-dtype");
+  if (vm.count("client-ttft-ms"))
+    protocol.client_ttft_ms = parse_client_ttft_ms(vm["client-ttft-ms"].as<std::string>(), "--client-ttft-ms");
   const std::string lm = vm["latency-model"].as<std::string>();
   if (lm != "calibrated" && lm != "roofline")
     throw InputError("--latency-model: unknown model '" + lm + "' (known: calibrated, roofline)");
@@ -510,7 +545,7 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   const auto points = read_validation_points(path, hw);
   const std::string client =
       read_protocol_directive(path, protocol, !vm["warmup-per-slot"].defaulted(), !vm["requests-per-slot"].defaulted(),
-                              vm.count("deployment") > 0, vm.count("kv-dtype") > 0);
+                              vm.count("deployment") > 0, vm.count("kv-dtype") > 0, vm.count("client-ttft-ms") > 0);
 
   std::vector<Row> rows;
   std::vector<int> excluded;  // lines of points with no finished request
@@ -532,7 +567,7 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     row.cls = model_class(r.model);
     const int64_t first_id = static_cast<int64_t>(protocol.warmup_per_slot) * p.concurrency;
     const PointMeans m = measured_means(*r.collector, first_id);
-    row.ttft = m.ttft_ms;
+    row.ttft = m.ttft_ms + protocol.client_ttft_ms;
     row.tpot = m.tpot_ms;
     std::string name = p.model.substr(p.model.find_last_of('/') + 1);
     if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.resize(name.size() - 5);
@@ -572,6 +607,8 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
           : protocol.kv_rule == ValidationProtocol::KvRule::kWeights      ? ", FP8 KV cache for FP8 / NVFP4 weights"
                                                                           : "")
       << (protocol.extra_clients > 0 ? ", " + std::to_string(protocol.extra_clients) + " extra client(s) (H1)" : "")
+      << (protocol.client_ttft_ms > 0 ? ", client TTFT overhead " + shortest_number(protocol.client_ttft_ms) + " ms"
+                                      : "")
       << ", latency model " << lm << "\n";
   std::snprintf(buf, sizeof buf, "%-18s %6s %12s %10s %12s %10s\n", "class", "points", "TTFT median", "TTFT p90",
                 "TPOT median", "TPOT p90");

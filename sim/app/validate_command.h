@@ -82,6 +82,12 @@ struct ValidationProtocol {
   KvRule kv_rule = KvRule::kColumn;
   // The client's turnaround (workload.synthetic.turnaround): exponential with this mean, ms; 0 = none.
   double turnaround_ms = 0.0;
+  // What a client's TTFT holds beyond the engine's (request arrival to first token, what the simulation
+  // prices): the HTTP request, the server's request handling and the first SSE chunk's framing, parsing
+  // and delivery. Added to every simulated TTFT mean, ms. Set by --client-ttft-ms or the file's
+  // '# protocol:' line (client_ttft_ms=X); 0 = none. The committed sets state 11.6 (models/latency/README.md,
+  // "Client-side TTFT").
+  double client_ttft_ms = 0.0;
 };
 
 // The kv_cache_dtype a point runs with under `rule` (ValidationProtocol::KvRule). A kv_dtype column

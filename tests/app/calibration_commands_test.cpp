@@ -3,7 +3,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <utility>
 
 #include "tests/app/cli_runner.h"
 
@@ -46,6 +48,46 @@ TEST(ValidateCommand, TheFilesProtocolLineSetsTheRequestCountsAndTheCommandLineW
   EXPECT_NE(d.out.find("2 + 10 x concurrency requests per point (warm-up excluded; command-line / default protocol)"),
             std::string::npos)
       << d.out;
+}
+
+// The simulated TTFT of the point on file line 3 (columns: line model gpu engine tp isl osl conc ttft_ms pred
+// err% tpot_ms pred err%), and its simulated TPOT.
+std::pair<double, double> predicted_ttft_tpot(const std::string& out) {
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    std::string first;
+    f >> first;
+    if (first != "3") continue;
+    std::string w[13];
+    for (auto& x : w) f >> x;
+    return {std::stod(w[8]), std::stod(w[11])};
+  }
+  ADD_FAILURE() << "no row for line 3 in: " << out;
+  return {0, 0};
+}
+
+// client_ttft_ms (protocol line or --client-ttft-ms) adds that much to every simulated TTFT and leaves TPOT
+// alone: the same point under 0 and 11.6 differs by 11.6 ms in TTFT (printed to 0.1 ms) and not at all in TPOT.
+TEST(ValidateCommand, ClientTtftIsAddedToTheSimulatedTtftAndTheCommandLineWins) {
+  const std::string point = std::string(kHeader) + "models/qwen3-8b.json,h100-sxm,1,128,16,2,10,5\n";
+  const std::string plain = write_temp("v_client0.csv", "# protocol: warmup_per_slot=0 requests_per_slot=3\n" + point);
+  const std::string with =
+      write_temp("v_client.csv", "# protocol: warmup_per_slot=0 requests_per_slot=3 client_ttft_ms=11.6\n" + point);
+  const CliResult a = run_kvsim("validate " + plain);
+  const CliResult b = run_kvsim("validate " + with);
+  const CliResult c = run_kvsim("validate --client-ttft-ms 0 " + with);
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  ASSERT_EQ(b.exit_code, 0) << b.out;
+  ASSERT_EQ(c.exit_code, 0) << c.out;
+  const auto [ttft0, tpot0] = predicted_ttft_tpot(a.out);
+  const auto [ttft1, tpot1] = predicted_ttft_tpot(b.out);
+  EXPECT_NEAR(ttft1 - ttft0, 11.6, 0.1 + 1e-9);
+  EXPECT_EQ(tpot1, tpot0);
+  EXPECT_NE(b.out.find("client TTFT overhead 11.6 ms"), std::string::npos) << b.out;
+  EXPECT_EQ(predicted_ttft_tpot(c.out).first, ttft0);  // the command line's 0 wins over the file's 11.6
+  EXPECT_EQ(c.out.find("client TTFT overhead"), std::string::npos) << c.out;
 }
 
 TEST(ValidateCommand, MissingColumnNamesFileAndLine) {
