@@ -359,7 +359,8 @@ double parse_client_ttft_ms(const std::string& value, const std::string& where) 
                      value.size() <= 12;
   const double ms = plain ? std::stod(value) : -1;
   if (!plain || ms > kMaxClientTtftMs)
-    throw InputError(where + ": '" + value + "' must be a plain decimal number of milliseconds in [0, 10000]");
+    throw InputError(where + ": '" + value + "' must be a plain decimal number of milliseconds in [0, " +
+                     shortest_number(kMaxClientTtftMs) + "] (at most 12 characters)");
   return ms;
 }
 

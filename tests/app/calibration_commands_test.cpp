@@ -87,6 +87,13 @@ TEST(ValidateCommand, ClientTtftIsAddedToTheSimulatedTtftAndTheCommandLineWins) 
   EXPECT_EQ(tpot1, tpot0);
   EXPECT_NE(b.out.find("client TTFT overhead 11.6 ms"), std::string::npos) << b.out;
   EXPECT_EQ(predicted_ttft_tpot(c.out).first, ttft0);  // the command line's 0 wins over the file's 11.6
+  // A non-zero value on the command line wins too, and applies to a file without the key.
+  const CliResult d = run_kvsim("validate --client-ttft-ms 5 " + with);
+  const CliResult e = run_kvsim("validate --client-ttft-ms 10000 " + plain);  // the upper bound is accepted
+  ASSERT_EQ(d.exit_code, 0) << d.out;
+  ASSERT_EQ(e.exit_code, 0) << e.out;
+  EXPECT_NEAR(predicted_ttft_tpot(d.out).first - ttft0, 5.0, 0.1 + 1e-9);
+  EXPECT_NEAR(predicted_ttft_tpot(e.out).first - ttft0, 10000.0, 0.1 + 1e-9);
   EXPECT_EQ(c.out.find("client TTFT overhead"), std::string::npos) << c.out;
 }
 

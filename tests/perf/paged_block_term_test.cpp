@@ -161,7 +161,7 @@ TEST(PagedBlockTerm, FactoryPricesNoTermForSglangPages) {
               70778880.0 * kPagedGatherSecondsPerPageHead * 1e9, 1.0);
 }
 
-TEST(PagedBlockTerm, CalibratedSglangDecodeAtPage1CostsWhatTheTablesSay) {
+TEST(PagedBlockTerm, CalibratedSglangDecodeCostsTheSameAtPage1AndAtTheTablesBlock) {
   const std::string root = KVSIM_SOURCE_DIR;
   const ModelSpec m = read_model_config(root + "/models/latency/configs/llama-3.1-8b.json");
   const GpuSpec g = load_hardware_catalog(root + "/models/hardware").gpu("h200");
