@@ -131,6 +131,22 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
 Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol& protocol,
                              const std::string& hardware_dir, const std::string& latency_model);
 
+// The measurement protocol (validate_protocol.cpp).
+inline constexpr int kMaxPerSlot = 100000;         // warmup_per_slot / requests_per_slot at most
+inline constexpr double kMaxClientTtftMs = 10000;  // client_ttft_ms at most
+// "engine-defaults" | "aiconfigurator" (ValidationProtocol::Deployment); an error naming `where` otherwise.
+ValidationProtocol::Deployment parse_deployment(const std::string& value, const std::string& where);
+// "column" | "aiconfigurator" | "weights" (ValidationProtocol::KvRule); an error naming `where` otherwise.
+ValidationProtocol::KvRule parse_kv_rule(const std::string& value, const std::string& where);
+// A client TTFT overhead in ms: a plain decimal number (digits, at most one inner '.', at most 12
+// characters) in [0, kMaxClientTtftMs]; an error naming `where` otherwise.
+double parse_client_ttft_ms(const std::string& value, const std::string& where);
+std::string format_client_ttft_ms(double ms);  // "%.6g"
+// Reads the points file's '# protocol:' line into `protocol`, keeping the values the command line gave
+// (the *_given flags); returns the client named, or "" when the file has no protocol line.
+std::string read_protocol_directive(const std::string& path, ValidationProtocol& protocol, bool warmup_given,
+                                    bool requests_given, bool deployment_given, bool kv_given, bool client_ttft_given);
+
 int run_validate_command(const std::vector<std::string>& args, std::ostream& out);
 
 }  // namespace kvsim
