@@ -88,6 +88,9 @@ void validate_synthetic(const SyntheticConfig& s, const std::string& w) {
     if (s.system_prompt_tokens < 0) fail(w, "system_prompt_tokens", "must be >= 0" + got(s.system_prompt_tokens));
     validate_dist(s.think_time, w + ".think_time");
     validate_dist(s.user_tokens, w + ".user_tokens");
+    // Sessions pace themselves with think_time; a turnaround would be read and silently ignored.
+    if (s.turnaround.kind != "fixed" || s.turnaround.value != 0.0)
+      fail(w, "turnaround", "applies to kind shared_prefix with concurrency only (multi_turn paces with think_time)");
   }
 }
 
