@@ -37,6 +37,7 @@ ParallelPlan resolve_parallel_plan(const EngineSettings& e, const GpuSpec& gpu, 
   if (!needs_links) return p;  // the models price nothing new: the links are not read
   if (e.intra_node_link != "auto") {
     p.intra = link_cost(named_link(hw, e.intra_node_link, key + ".intra_node_link"));
+    p.intra_nvlink = e.intra_node_link.starts_with("nvlink");
   } else {
     // The catalog iterates in name order, so the match is deterministic.
     const LinkSpec* found = nullptr;
@@ -49,6 +50,7 @@ ParallelPlan resolve_parallel_plan(const EngineSettings& e, const GpuSpec& gpu, 
       throw InputError(key + ".intra_node_link: no link in the catalog matches " + gpu.name +
                        "'s NVLink or PCIe bandwidth; name one (models/hardware/links.yaml)");
     p.intra = link_cost(*found);
+    p.intra_nvlink = found->name.starts_with("nvlink");
   }
   if (gpus > p.gpus_per_node) p.inter = link_cost(named_link(hw, e.inter_node_link, key + ".inter_node_link"));
   return p;

@@ -5,6 +5,7 @@
 
 #include "sim/core/check.h"
 #include "sim/core/errors.h"
+#include "sim/perf/nccl_allreduce.h"
 
 namespace kvsim {
 namespace {
@@ -95,13 +96,26 @@ double ParallelTerms::moe_comm_seconds(double tokens) const {
 
 double ParallelTerms::cross_node_allreduce_seconds(double bytes) const {
   if (!cross_node_tp_) return -1.0;
+  return nccl_allreduce_seconds(nccl_layout(), bytes);
+}
+
+double ParallelTerms::cross_node_allreduce_traffic_seconds(double bytes) const {
+  if (!cross_node_tp_) return -1.0;
   const double tp = plan_.tp;
+  return 2.0 * (tp - 1.0) / tp * bytes / nccl_layout().bus_bandwidth;
+}
+
+NcclAllReduceLayout ParallelTerms::nccl_layout() const {
   // NCCL runs one ring per channel and spreads the channels over every NIC of the node (one per GPU),
   // so a node's inter-node share of the ring traffic leaves through G = GPUs-per-node NICs at once,
   // while each GPU still moves the whole ring traffic over NVLink: the slower of the two carries it.
   const double nics = static_cast<double>(plan_.node_size()) * plan_.inter.bandwidth;
-  const double bw = plan_.intra.bandwidth > 0 ? std::min(plan_.intra.bandwidth, nics) : nics;
-  return plan_.inter.latency_s + 2.0 * (tp - 1.0) / tp * bytes / bw;
+  NcclAllReduceLayout l;
+  l.ranks = plan_.tp;
+  l.nodes = (plan_.tp + plan_.node_size() - 1) / plan_.node_size();
+  l.nvlink_intra = plan_.intra_nvlink;
+  l.bus_bandwidth = plan_.intra.bandwidth > 0 ? std::min(plan_.intra.bandwidth, nics) : nics;
+  return l;
 }
 
 }  // namespace kvsim

@@ -29,13 +29,16 @@
 //   With DP = 1 there is no all-to-all: vLLM uses its all-to-all kernels only when DP > 1
 //   (use_all2all_kernels); TP-only EP combines through the TP all-reduce already priced.
 //
-// TP across nodes (TP > GPUs per node G): the two all-reduces per layer are NCCL rings over the TP
-// ranks (nccl-tests PERFORMANCE.md: all-reduce bus bandwidth = algorithm bandwidth x 2 (n - 1) / n).
-// Each GPU sends 2 (TP - 1) / TP * S bytes around the ring; NCCL runs one ring per channel and
-// spreads the channels over the node's G NICs (one per GPU), so a node's inter-node share leaves
+// TP across nodes (TP > GPUs per node G): the two all-reduces per layer go through NCCL (the engines'
+// custom all-reduce kernels stop at the node), priced by NCCL's own tuner model (nccl_allreduce.h): the
+// least of Tree and Ring x LL / LL128 / Simple, each a latency from NCCL's constants (6.8 + 2 ((G - 1)
+// 0.6 + log2(N) 5.0) us for Tree LL over N nodes of NVLink GPUs) plus the ring traffic
+// 2 (TP - 1) / TP * S at NCCL's per-protocol share of the bus bandwidth. NCCL runs one ring per channel
+// and spreads the channels over the node's G NICs (one per GPU), so a node's inter-node share leaves
 // through G NICs at once while every byte still crosses each GPU's NVLink:
-//   t = alpha_nic + 2 (TP - 1) / TP * S / min(bw_nvlink, G * bw_nic),  S = N * h * 2.
-// (Until this stop the ring was priced on one NIC, G times too slow for the bandwidth term.)
+//   bus bandwidth = min(bw_nvlink, G * bw_nic),  S = N * h * 2.
+// (Until this stop an all-reduce cost the NIC's send/recv latency alpha_nic, 17 us on IB NDR, plus the
+// traffic: about a third of NCCL's Tree LL latency across 8 nodes.)
 //
 // Pipeline send between stages (vLLM IntermediateTensors of the decoder models: hidden_states and
 // residual, BF16): 2 * m * h * 2 bytes per boundary for a micro-batch of m tokens, over NVLink when
@@ -44,6 +47,7 @@
 
 #include "sim/model/sizing.h"
 #include "sim/perf/i_latency_model.h"
+#include "sim/perf/nccl_allreduce.h"
 
 namespace kvsim {
 
@@ -64,8 +68,9 @@ struct ParallelPlan {
   // GPUs sharing NVLink; 0: all of them (one node, the models' behaviour before the layout existed).
   // The composition root sets it from engine.gpus_per_node (default 8).
   int gpus_per_node = 0;
-  LinkCost intra;  // NVLink (or the GPU's fastest peer link), per GPU per direction
-  LinkCost inter;  // one NIC per GPU
+  LinkCost intra;            // NVLink (or the GPU's fastest peer link), per GPU per direction
+  LinkCost inter;            // one NIC per GPU
+  bool intra_nvlink = true;  // the intra-node link is NVLink (NCCL's latencies then NVLINK's, else PCI's)
   int node_size() const { return gpus_per_node > 0 ? gpus_per_node : dp * pp * tp; }
   // The layout as sizing states it (sim/model/parallel_layout.h), with TP `tp_size`.
   Parallel layout(int tp_size) const { return {tp_size, 1, dp, pp, expert_parallel, ep}; }
@@ -88,12 +93,15 @@ class ParallelTerms {
   double dispatch_bytes_per_token() const { return dispatch_bytes_per_token_; }
   // Seconds of MoE communication per step for a DP rank of `tokens` tokens (all MoE layers).
   double moe_comm_seconds(double tokens) const;
-  // Seconds of one TP all-reduce of `bytes` through the NIC when TP > GPUs per node; -1 otherwise.
+  // Seconds of one TP all-reduce of `bytes` (NCCL's model) when TP > GPUs per node; -1 otherwise.
   double cross_node_allreduce_seconds(double bytes) const;
+  // Its traffic alone at the full bus bandwidth, 2 (TP - 1) / TP * bytes / bw (the roofline's slope).
+  double cross_node_allreduce_traffic_seconds(double bytes) const;
   bool tp_crosses_nodes() const { return cross_node_tp_; }
   const ParallelPlan& plan() const { return plan_; }
 
  private:
+  NcclAllReduceLayout nccl_layout() const;  // the TP group's, for the cross-node all-reduce
   ParallelPlan plan_;
   double hidden_ = 0;
   int moe_layers_ = 0;

@@ -152,12 +152,12 @@ RooflineLatencyModel::RooflineLatencyModel(const ModelSpec& m, const GpuSpec& g,
   plan.tp = tp;
   parallel_ = ParallelTerms(plan, h, experts_per_token_, num_experts_, moe_layers_);
   if (parallel_.tp_crosses_nodes()) {
-    // TP beyond one node: each all-reduce is an NCCL ring over NVLink and the node's NICs (parallel_terms.h),
-    // linear in the bytes: a latency plus h x 2 bytes a token.
+    // TP beyond one node: each all-reduce goes through NCCL over NVLink and the node's NICs
+    // (parallel_terms.h), linear here: NCCL's least latency (its small-message protocol) plus h x 2 bytes a
+    // token at the full bus bandwidth (its large-message one), a lower envelope of NCCL's model.
     const double all_reduces = 2.0 * static_cast<double>(m.layers.size());
-    const double alpha = parallel_.cross_node_allreduce_seconds(0);
-    allreduce_fixed_s_ = all_reduces * alpha;
-    allreduce_per_token_s_ = all_reduces * (parallel_.cross_node_allreduce_seconds(h * 2.0) - alpha);
+    allreduce_fixed_s_ = all_reduces * parallel_.cross_node_allreduce_seconds(0);
+    allreduce_per_token_s_ = all_reduces * parallel_.cross_node_allreduce_traffic_seconds(h * 2.0);
   }
 }
 

@@ -1,7 +1,7 @@
 // ParallelTerms (sim/perf/parallel_terms.h) and the layout terms of the roofline model: the MoE
 // all-to-all bytes per token per layer, the all-gather / reduce-scatter of DP without dispatch kernels,
-// the split of all-to-all traffic between NVLink and the NIC, and a multi-node TP all-reduce priced on the
-// NIC. Expected values are hand formulas over the inputs written out in each test.
+// the split of all-to-all traffic between NVLink and the NIC, and a multi-node TP all-reduce priced by
+// NCCL's model over the NIC. Expected values are hand formulas over the inputs written out in each test.
 #include "sim/perf/parallel_terms.h"
 
 #include <gtest/gtest.h>
@@ -121,23 +121,40 @@ BatchShape decode_batch(int n) {
 }
 
 TEST(MultiNodeTp, AllReduceRunsThroughTheNic) {
-  // TP 16 over 8-GPU nodes: two all-reduces per layer, each an NCCL ring whose channels leave the node
+  // TP 16 over 8-GPU nodes: two all-reduces per layer through NCCL. The roofline takes NCCL's least
+  // latency, Tree LL over 2 nodes of NVLink GPUs: 6.8 + 2 x ((8 - 1) x 0.6 + log2(2) x 5.0) = 25.2 us
+  // (NCCL tuning.cc constants), plus the ring's traffic at the bus bandwidth: the channels leave the node
   // through its 8 NICs at once (8 x 35 = 280 GB/s, below NVLink's 360 GB/s, so the NICs bound it):
-  // 17 us + 2 x 15/16 x (100 tokens x 1024 x 2 B) / 280 GB/s; 4 layers.
+  // 2 x 15/16 x (100 tokens x 1024 x 2 B) / 280 GB/s; 4 layers.
   const RooflineLatencyModel m(tiny_model(), toy_gpu(), 16, DType::kBf16, DType::kBf16, {},
                                hgx_plan(16, 1, false, "naive"));
-  const double per = 17e-6 + 2.0 * 15 / 16 * (100 * 1024 * 2.0) / 280e9;
+  const double per = 25.2e-6 + 2.0 * 15 / 16 * (100 * 1024 * 2.0) / 280e9;
   // With a NIC faster than NVLink / 8 the ring is NVLink-bound: 360 GB/s.
   ParallelPlan fast = hgx_plan(16, 1, false, "naive");
   fast.inter = {100e9, 17e-6};
   const RooflineLatencyModel nvlink_bound(tiny_model(), toy_gpu(), 16, DType::kBf16, DType::kBf16, {}, fast);
   EXPECT_NEAR(nvlink_bound.breakdown(decode_batch(100)).allreduce_s,
-              8 * (17e-6 + 2.0 * 15 / 16 * (100 * 1024 * 2.0) / 360e9), 1e-12);
+              8 * (25.2e-6 + 2.0 * 15 / 16 * (100 * 1024 * 2.0) / 360e9), 1e-12);
   EXPECT_NEAR(m.breakdown(decode_batch(100)).allreduce_s, 8 * per, 1e-12);
   // TP 8 stays on the GPU's NVLink (100 GB/s here) with the 5 us custom all-reduce, as before.
   const RooflineLatencyModel in_node(tiny_model(), toy_gpu(), 8, DType::kBf16, DType::kBf16, {},
                                      hgx_plan(8, 1, false, "naive"));
   EXPECT_NEAR(in_node.breakdown(decode_batch(100)).allreduce_s, 8 * (5e-6 + 2.0 * 7 / 8 * 204800.0 / 100e9), 1e-12);
+}
+
+TEST(MultiNodeTp, TheCalibratedModelsAllReduceIsNcclsModel) {
+  // ParallelTerms prices one cross-node all-reduce with NCCL's model over the TP group's layout: TP 64 on
+  // 8 nodes of 8 NVLink GPUs, a decode-sized message (4 tokens x 7168 x 2 B): Tree LL's latency
+  // 6.8 + 2 x (7 x 0.6 + 3 x 5.0) = 45.2 us plus the traffic 2 x 63/64 x 57,344 B / 280 GB/s at
+  // Tree LL's share of the bus bandwidth, 0.92 / 3.8 (the other five choices are slower here: Tree
+  // LL128 82.5 us, Ring LL 156.4 us before their traffic).
+  const ParallelTerms t(hgx_plan(64, 1, false, "naive"), 7168, 8, 256, 58);
+  ASSERT_TRUE(t.tp_crosses_nodes());
+  const double traffic = 2.0 * 63 / 64 * 57344.0 / 280e9;
+  EXPECT_NEAR(t.cross_node_allreduce_seconds(57344.0), 45.2e-6 + traffic / (0.92 / 3.8), 1e-12);
+  EXPECT_NEAR(t.cross_node_allreduce_traffic_seconds(57344.0), traffic, 1e-15);
+  // Within a node there is nothing to price here (the custom all-reduce tables do it).
+  EXPECT_EQ(ParallelTerms(hgx_plan(8, 1, false, "naive"), 7168, 8, 256, 58).cross_node_allreduce_seconds(1.0), -1.0);
 }
 
 TEST(MultiNodeTp, WithoutANodeSizeEveryGpuSharesNvlink) {
