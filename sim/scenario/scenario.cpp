@@ -178,6 +178,25 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
   if (n["user_tokens"]) s.user_tokens = read_dist(r, n["user_tokens"], k("user_tokens"), false);
   if (n["system_prompt_tokens"])
     s.system_prompt_tokens = r.integer(n["system_prompt_tokens"], k("system_prompt_tokens"), 0);
+  // The keys each kind's source reads (sim/workload/impl/*_source.cpp); a key of another kind would be read
+  // and silently ignored. An unknown kind is refused by validate_workload_config.
+  static const std::set<std::string> kCommon = {"kind", "rate", "num_requests", "duration", "output_tokens"};
+  static const std::map<std::string, std::set<std::string>> kKindKeys = {
+      {"poisson", {"input_tokens"}},
+      {"gamma", {"input_tokens", "cv"}},
+      {"shared_prefix",
+       {"groups", "requests_per_group", "prefix_tokens", "suffix_tokens", "concurrency", "order", "turnaround"}},
+      {"multi_turn", {"sessions", "turns", "think_time", "user_tokens", "system_prompt_tokens"}}};
+  if (const auto own = kKindKeys.find(s.kind); own != kKindKeys.end()) {
+    for (const auto& kv : n) {
+      const std::string key = kv.first.Scalar();
+      if (kCommon.count(key) || own->second.count(key)) continue;
+      std::string kinds;
+      for (const auto& [kind, keys] : kKindKeys)
+        if (keys.count(key)) kinds += (kinds.empty() ? "" : ", ") + kind;
+      r.fail(k(key.c_str()), "applies to kind " + kinds + " only, not " + s.kind + " (it would be ignored)");
+    }
+  }
   return s;
 }
 

@@ -52,9 +52,8 @@ TEST(RunDeterminism, SameScenarioAndSeedGiveIdenticalSummaries) {
 
 TEST(RunDeterminism, AnotherSeedChangesSyntheticRuns) {
   const std::string s =
-      "run scenarios/shared-prefix.yaml -q --set workload.synthetic.kind=poisson "
-      "--set workload.synthetic.rate=20 --set workload.synthetic.num_requests=50 "
-      "--set workload.synthetic.concurrency=0 --summary-json ";
+      "run scenarios/bench-poisson-1m.yaml -q --set workload.synthetic.rate=20 "
+      "--set workload.synthetic.num_requests=50 --summary-json ";
   ASSERT_EQ(run_kvsim(s + tmp("s1.json")).exit_code, 0);
   ASSERT_EQ(run_kvsim(s + tmp("s2.json") + " --set seed=99").exit_code, 0);
   const JsonValue a = parse_json(slurp(tmp("s1.json")), "a"), b = parse_json(slurp(tmp("s2.json")), "b");
