@@ -351,6 +351,33 @@ def mla_tables():
             write(gpu, name, first_per_shape(out, 5))
 
 
+# DSA attention-module rows (SGLang 0.5.14 collections, sparse_attention/sglang/0.5.14/
+# dsa_generation_module_perf.parquet, dumped as <system>_dsa_generation.csv): one GLM-5 layer's whole DSA
+# attention module (projections, the indexer's keys, logits and top-k, the sparse MLA kernel, o_proj) in
+# decode, under SGLang, at `num_heads` local heads (64 / TP), batch 1-256, 1-202,751 cached tokens (the
+# `step` column). Kept: zai-org/GLM-5-FP8 (projections fp8_block), MLA compute dtype bfloat16, KV cache
+# bfloat16 / fp8; the first row of each shape. The context rows of the same collection are not used: they
+# stay at about 0.74 ms a layer from 4 to 16,384 new tokens, then jump (PROVENANCE.md).
+DSA_GLM5 = "zai-org/GLM-5-FP8"
+
+
+def dsa_tables():
+    for gpu, system in MLA_SYSTEMS.items():
+        path = os.path.join(DUMPS, "%s_dsa_generation.csv" % system)
+        if not os.path.exists(path):
+            continue
+        out = [("gemm", "kv_dtype", "num_heads", "batch", "context", "latency_ms")]
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                if r["model"] != DSA_GLM5 or r["mla_dtype"] != "bfloat16":
+                    continue
+                if r["gemm_type"] not in MLA_GEMM or r["kv_cache_dtype"] not in MLA_KV:
+                    continue
+                out.append((MLA_GEMM[r["gemm_type"]], MLA_KV[r["kv_cache_dtype"]], int(r["num_heads"]),
+                            int(r["batch_size"]), int(r["step"]), r["latency"]))
+        write(gpu, "dsa_generation.csv", first_per_shape(out, 5))
+
+
 def check_int4_rows(gpu, system):
     """Prints, per expert shape at 256 tokens (moe_tp 1, moe_ep 1, balanced: every expert touched), the HBM
     bandwidth each collection's INT4 rows imply (4.125 bits per weight) beside the same shape's BF16 row.
@@ -404,3 +431,4 @@ if __name__ == "__main__":
         power_law_tables()
         int4_tables()
         mla_tables()
+        dsa_tables()

@@ -204,6 +204,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     }
     lm.fp8_block_scaled = fp8_block_scaled(p.engine.weight_dtype);
     lm.mla_module_rows = p.engine.mla_attention == "module_rows";
+    lm.dsa_module_rows = p.engine.mla_attention != "roofline";
     lm.moe_routing = resolve_moe_routing(p.engine.moe_routing, res.model.architecture,
                                          s.path + ": " + where.engine_key + ".moe_routing");
     lm.kv_dtype =

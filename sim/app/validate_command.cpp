@@ -241,6 +241,7 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   y += "  kv_cache_dtype: " + point_kv_dtype(q, protocol.kv_rule) + "\n";
   y += "  latency_model: " + latency_model + "\n";
   if (protocol.mla_module_rows) y += "  mla_attention: module_rows\n";
+  if (protocol.mla_roofline) y += "  mla_attention: roofline\n";
   y += "  enable_prefix_caching: false\n";
   y += parallel_engine_yaml(p.parallel);
   const bool cols = protocol.use_engine_columns;
@@ -305,6 +306,9 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     ("mla-module-rows", po::bool_switch(),
      "price MLA layers of the DeepSeek-V3 shape (DeepSeek-V3 / R1, Kimi-K2.5) from the measured attention-module "
      "rows (engine.mla_attention module_rows); off by default: tested, not adopted (models/latency/README.md)")
+    ("mla-roofline", po::bool_switch(),
+     "price every MLA and DSA layer by the roofline (engine.mla_attention roofline); by default (auto) GLM-5's DSA "
+     "layers decode from their measured module rows (models/latency/README.md, \"DSA decode-module rows\")")
     ("engine-defaults", po::bool_switch(),
      "ignore the per-row scheduler columns (max_num_batched_tokens, max_num_seqs, enable_chunked_prefill, "
      "max_prefill_tokens, enable_mixed_chunk) and --deployment")
@@ -358,6 +362,9 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   protocol.extra_clients = vm["extra-clients"].as<int>();
   protocol.fp8_block_columns = vm["fp8-block-columns"].as<bool>();
   protocol.mla_module_rows = vm["mla-module-rows"].as<bool>();
+  protocol.mla_roofline = vm["mla-roofline"].as<bool>();
+  if (protocol.mla_module_rows && protocol.mla_roofline)
+    throw InputError("--mla-module-rows and --mla-roofline: choose one");
   protocol.turnaround_ms = vm["turnaround-ms"].as<double>();
   if (!(protocol.turnaround_ms >= 0 && protocol.turnaround_ms <= 1e6))
     throw InputError("--turnaround-ms must be in [0, 1e6]");

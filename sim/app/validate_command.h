@@ -68,6 +68,8 @@ struct ValidationProtocol {
   bool fp8_block_columns = false;
   // --mla-module-rows: every row runs engine.mla_attention module_rows.
   bool mla_module_rows = false;
+  // --mla-roofline: every row runs engine.mla_attention roofline (no DSA module rows either).
+  bool mla_roofline = false;
   // Where the scheduler settings of a row without scheduler columns come from: the engine's defaults
   // (kEngineDefaults), or the flags aiconfigurator's config generator emitted for an aggregated worker
   // on the row's `measured` date (kAiconfigurator; generator_deployment()). Set by --deployment or the

@@ -54,7 +54,7 @@ struct EngineSettings {
   // architecture) | balanced | power_law_1.01 | power_law_1.2 (sim/perf/latency_tables.h).
   std::string moe_routing = "auto";
   // The calibrated model's MLA pricing: "roofline" (default) or "module_rows" (latency_factory.h).
-  std::string mla_attention = "roofline";
+  std::string mla_attention = "auto";
   bool paged_block_cost = true;  // price the block size in paged attention (sim/perf/paged_block_term.h)
   // Hybrid prefix caching (vllm-semantics.md section 2).
   std::string mamba_cache_mode = "auto";  // auto | none | align | all

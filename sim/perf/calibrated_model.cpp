@@ -52,7 +52,8 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
                                                DType kv_dtype, const LatencyTables& tables,
                                                const EngineOverhead& overhead, PagedBlockTerm block_term,
                                                const ParallelPlan& parallel, std::vector<int64_t> cudagraph_sizes,
-                                               double weight_bits, bool dense_weights_16bit, bool mla_module_rows)
+                                               double weight_bits, bool dense_weights_16bit, bool mla_module_rows,
+                                               bool dsa_module_rows)
     : gpu_(g), tp_(tp), block_term_(block_term), cudagraph_sizes_(std::move(cudagraph_sizes)), dp_(parallel.dp) {
   const std::string who = "calibrated latency model (" + m.name + " on " + g.name + "): ";
   if (tp < 1) throw InputError(who + "tensor parallel size must be >= 1 (got " + std::to_string(tp) + ")");
@@ -112,6 +113,20 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
       mla_generation_ = MlaModuleTable(tables.mla_generation, gemm, kv, static_cast<int>(heads));
       mla_module_ = !mla_context_.empty() && !mla_generation_.empty();
       if (mla_module_) mla_module_floor_s_ = mla_generation_.seconds(1, 2);
+    }
+    // GLM-5's DSA layers: decode rows only (the collection's context rows are not used, PROVENANCE.md), so
+    // prefill keeps the roofline attention and the projections as GEMMs.
+    const bool all_dsa = std::any_of(m.layers.begin(), m.layers.end(),
+                                     [](const LayerSpec& l) { return l.kind == LayerKind::kSparseMla; }) &&
+                         std::all_of(m.layers.begin(), m.layers.end(), [&](const LayerSpec& l) {
+                           return !is_attention(l.kind) || dsa_module_shape(m, l);
+                         });
+    // vLLM's DSA cache format fp8_ds_mla (FP8 latent, BF16 rope part) reads the FP8-cache rows.
+    const std::string dsa_kv = kv_dtype == DType::kFp8DsMla ? "fp8" : kv;
+    if (dsa_module_rows && all_dsa && !dsa_kv.empty() && heads == std::floor(heads)) {
+      dsa_generation_ = MlaModuleTable(tables.dsa_generation, gemm, dsa_kv, static_cast<int>(heads));
+      dsa_module_ = !dsa_generation_.empty();
+      if (dsa_module_) dsa_module_floor_s_ = dsa_generation_.seconds(1, 2);
     }
   }
 
@@ -186,8 +201,15 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   const double embed = vocab_ * h;
   const double active = static_cast<double>(m.active_params > 0 ? m.active_params : m.params);
   const double rest = active - embed - (m.tie_word_embeddings ? 0.0 : embed) - explicit_params;
-  if (other_layers > 0 && rest > 0)
-    token_gemms_.push_back({rest / (other_layers * h) / tp_, h, static_cast<double>(other_layers)});
+  Gemm dsa_projections{};
+  if (other_layers > 0 && rest > 0) {
+    const Gemm g{rest / (other_layers * h) / tp_, h, static_cast<double>(other_layers)};
+    // With the DSA decode rows the (DSA-only) other layers' projections are in the rows for decode tokens.
+    if (dsa_module_)
+      dsa_projections = g;
+    else
+      token_gemms_.push_back(g);
+  }
   memory_ops_ += 2;  // embedding gather, final norm
   // Per token: each element-wise kernel moves about 8 * hidden bytes; embedding gather and final
   // norm 4 * hidden more.
@@ -264,15 +286,17 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   if (moe_layers_ > 0) eager_prefill_floor_s_ = layers_ * overhead.eager_prefill_per_layer_s;
 
   const std::vector<double> grid = m_grid(gemm_);
-  std::vector<double> lin, head, ar;
+  std::vector<double> lin, head, ar, dsa;
   for (double x : grid) {
     lin.push_back(linear_at(x));
+    dsa.push_back(dsa_projections.count * gemm_seconds(x, dsa_projections.n, dsa_projections.k));
     head.push_back(bf16_gemm_seconds(x, vocab_ / tp_, h));  // the LM head stays in 16 bits
     ar.push_back(tp > 1 ? 2.0 * layers_ * allreduce_at(x) : 0.0);
   }
   linear_curve_ = Curve1D(grid, monotone(lin));
   lm_head_curve_ = Curve1D(grid, monotone(head));
   allreduce_curve_ = Curve1D(grid, monotone(ar));
+  if (dsa_module_) dsa_projection_curve_ = Curve1D(grid, monotone(dsa));
 }
 
 double CalibratedLatencyModel::bf16_gemm_seconds(double m, double n, double k) const {
@@ -341,6 +365,17 @@ double CalibratedLatencyModel::attention_decode(const AttentionGroup& g, const B
   return g.layers * (cal_.gemm.floor_s + ctx * g.kv_bytes_per_token / (cal_.attention_decode_eta * gpu_.hbm_bandwidth));
 }
 
+double CalibratedLatencyModel::module_decode_seconds(const MlaModuleTable& rows, double floor_s,
+                                                     const BatchShape& b) const {
+  // Decode requests at their mean context. In a step with prefill tokens the module runs once over all
+  // tokens: the decodes then add only what their row costs above the one-request row (the launches and
+  // weight reads are the prefill's).
+  const double reqs = b.num_decode_requests;
+  const double ctx = std::max(1.0, static_cast<double>(b.decode_context_tokens) / reqs);
+  const double t = rows.seconds(reqs, ctx);
+  return b.num_prefill_tokens > 0 ? std::max(0.0, t - floor_s) : t;
+}
+
 CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const {
   CalibratedBreakdown r;
   if (b.num_tokens <= 0) return r;
@@ -349,6 +384,8 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
   r.padded_tokens = cudagraph_padded_tokens(cudagraph_sizes_, b.num_tokens);
   const double n = static_cast<double>(r.padded_tokens);
   r.linear_s = linear_curve_(n);
+  if (dsa_module_ && b.num_prefill_tokens > 0)
+    r.linear_s += dsa_projection_curve_(static_cast<double>(b.num_prefill_tokens));
   r.lm_head_s = lm_head_curve_(static_cast<double>(b.num_decode_requests + b.num_prefill_requests));
   if (moe_layers_ > 0) {
     if (!moe_table_.empty()) {
@@ -383,13 +420,9 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
   if (b.num_decode_requests > 0) {
     for (const auto& g : attention_) r.decode_attention_s += attention_decode(g, b);
     if (mla_module_) {
-      // Decode requests at their mean context. In a step with prefill tokens the module runs once over
-      // all tokens: the decodes then add only what their row costs above the one-request row (the
-      // launches and weight reads are the prefill's).
-      const double reqs = b.num_decode_requests;
-      const double ctx = std::max(1.0, static_cast<double>(b.decode_context_tokens) / reqs);
-      const double t = mla_generation_.seconds(reqs, ctx);
-      r.decode_attention_s += mla_layers_ * (b.num_prefill_tokens > 0 ? std::max(0.0, t - mla_module_floor_s_) : t);
+      r.decode_attention_s += mla_layers_ * module_decode_seconds(mla_generation_, mla_module_floor_s_, b);
+    } else if (dsa_module_) {
+      r.decode_attention_s += mla_layers_ * module_decode_seconds(dsa_generation_, dsa_module_floor_s_, b);
     } else if (mla_layers_ > 0) {
       const double full = static_cast<double>(b.decode_context_tokens);
       const double ctx = sparse_mla_ && b.decode_context_tokens_sparse > 0

@@ -24,7 +24,9 @@
 //         shape (prefill a + b * pairs + c * tokens; decode a + b * batch + c * sum context);
 //         MLA layers of the DeepSeek-V3 shape (Kimi-K2.5 too) from the measured attention-module rows
 //         (mla_module_table.h: projections + attention + o_proj, so their projections leave L(N));
-//         other MLA layers (GLM-5, DSA) by roofline with the tables' achieved attention efficiencies.
+//         other MLA layers by roofline with the tables' achieved attention efficiencies; with
+//         engine.mla_attention module_rows, GLM-5's DSA layers decode from its measured DSA module rows
+//         (projections + indexer + sparse attention + o_proj; prefill stays on the roofline).
 //   State Mamba2 / gated-DeltaNet recurrent state read + write per request and scan FLOPs per token,
 //         fitted roofline plus two kernel floors per layer.
 //   AR    TP all-reduce, two per layer, message N * hidden * 2 bytes, from the vLLM custom all-reduce
@@ -77,7 +79,8 @@ class CalibratedLatencyModel final : public ILatencyModel {
   CalibratedLatencyModel(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weight_dtype, DType kv_dtype,
                          const LatencyTables& tables, const EngineOverhead& overhead, PagedBlockTerm block_term = {},
                          const ParallelPlan& parallel = {}, std::vector<int64_t> cudagraph_sizes = {},
-                         double weight_bits = 0, bool dense_weights_16bit = false, bool mla_module_rows = false);
+                         double weight_bits = 0, bool dense_weights_16bit = false, bool mla_module_rows = false,
+                         bool dsa_module_rows = false);
 
   Duration step_time(const BatchShape& batch) const override;
   std::string name() const override { return "calibrated"; }
@@ -96,10 +99,15 @@ class CalibratedLatencyModel final : public ILatencyModel {
   bool uses_moe_table() const { return !moe_table_.empty(); }
   // mla_module_rows (engine.mla_attention module_rows) and the model, GPU, format and head count have rows.
   bool uses_mla_module_table() const { return mla_module_; }
+  // The same option on a model whose attention layers are all DSA layers of GLM-5's shape
+  // (dsa_module_shape) with rows for its format, cache dtype and local heads: decode from dsa_generation.csv.
+  bool uses_dsa_module_table() const { return dsa_module_; }
   // The compute and memory limits of the hardware file for the dense GEMMs' weights (for tests).
   PeakRates peak_rates() const { return weight_peak_; }
 
  private:
+  // One module-rows layer's decode in step b (MLA or DSA rows, their one-request floor).
+  double module_decode_seconds(const MlaModuleTable& rows, double floor_s, const BatchShape& b) const;
   struct AttentionGroup {  // layers sharing one per-GPU shape
     int layers = 0;
     int window = 0;
@@ -138,7 +146,12 @@ class CalibratedLatencyModel final : public ILatencyModel {
   double mla_flops_per_pair_ = 0, mla_kv_bytes_per_token_ = 0;
   bool mla_module_ = false;  // MLA layers priced by the module rows (mla_context_, mla_generation_)
   MlaModuleTable mla_context_, mla_generation_;
-  double mla_module_floor_s_ = 0;       // generation row at batch 1, context 2: what a mixed step shares
+  double mla_module_floor_s_ = 0;  // generation row at batch 1, context 2: what a mixed step shares
+  // DSA decode module rows (GLM-5): the DSA layers' projections then run as GEMMs for prefill tokens only.
+  bool dsa_module_ = false;
+  MlaModuleTable dsa_generation_;
+  double dsa_module_floor_s_ = 0;
+  Curve1D dsa_projection_curve_;        // the DSA layers' projection GEMMs at m tokens (with dsa_module_)
   bool sparse_mla_ = false;             // DeepSeek-V3.2 DSA: main attention over the top-k keys
   double indexer_flops_per_pair_ = 0;   // lightning indexer, per query-key pair, per rank
   double indexer_bytes_per_token_ = 0;  // indexer key bytes read per context token

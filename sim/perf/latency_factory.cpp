@@ -1,5 +1,6 @@
 #include "sim/perf/latency_factory.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -15,9 +16,14 @@ namespace kvsim {
 namespace {
 
 // The calibrated model's tables for this GPU, MoE routing and weight format.
-LatencyTables tables_for(const LatencyModelSpec& spec, const GpuSpec& gpu) {
+LatencyTables tables_for(const LatencyModelSpec& spec, const ModelSpec& model, const GpuSpec& gpu) {
   LatencyTables t = load_latency_tables(spec.tables_dir, gpu.name, spec.moe_routing);
-  if (spec.mla_module_rows) t = with_mla_module_rows(std::move(t));
+  const bool dsa = std::any_of(model.layers.begin(), model.layers.end(),
+                               [](const LayerSpec& l) { return l.kind == LayerKind::kSparseMla; });
+  if (spec.mla_module_rows)
+    t = with_mla_module_rows(std::move(t));
+  else if (spec.dsa_module_rows && dsa)
+    t = with_dsa_module_rows(std::move(t));  // a default run of another model parses nothing more
   return spec.fp8_block_scaled ? with_block_fp8_rows(std::move(t)) : t;
 }
 
@@ -51,7 +57,7 @@ std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const
   std::optional<LatencyTables> tables;
   EngineOverhead engine;
   if (spec.name == "calibrated") {
-    tables = tables_for(spec, gpu);
+    tables = tables_for(spec, model, gpu);
     engine = overhead_for_version(engine_overhead(spec.tables_dir, spec.engine_kind), spec.engine_version);
     overhead.fixed_s = engine.c0_s;
     overhead.per_request_s = engine.c1_s;
@@ -70,7 +76,7 @@ std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const
           term ? PagedBlockTerm(sm, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
       st.model = std::make_unique<CalibratedLatencyModel>(
           sm, stage_gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, *tables, no_overhead, block, plan,
-          capture_sizes(spec), spec.weight_bits, spec.dense_weights_16bit, spec.mla_module_rows);
+          capture_sizes(spec), spec.weight_bits, spec.dense_weights_16bit, spec.mla_module_rows, spec.dsa_module_rows);
     } else {
       const PagedBlockTerm block = term && spec.default_block_size > 0
                                        ? PagedBlockTerm(sm, spec.tp, spec.block_size, spec.default_block_size)
@@ -116,13 +122,13 @@ std::unique_ptr<ILatencyModel> make_latency_model(const LatencyModelSpec& spec, 
     return std::make_unique<RooflineLatencyModel>(model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, block, plan,
                                                   spec.weight_bits);
   }
-  const LatencyTables tables = tables_for(spec, gpu);
+  const LatencyTables tables = tables_for(spec, model, gpu);
   const PagedBlockTerm block =
       term ? PagedBlockTerm(model, spec.tp, spec.block_size, kCalibrationTablesBlockSize) : PagedBlockTerm();
   return std::make_unique<CalibratedLatencyModel>(
       model, gpu, spec.tp, spec.weight_dtype, spec.kv_dtype, tables,
       overhead_for_version(engine_overhead(spec.tables_dir, spec.engine_kind), spec.engine_version), block, plan,
-      capture_sizes(spec), spec.weight_bits, spec.dense_weights_16bit, spec.mla_module_rows);
+      capture_sizes(spec), spec.weight_bits, spec.dense_weights_16bit, spec.mla_module_rows, spec.dsa_module_rows);
 }
 
 }  // namespace kvsim

@@ -48,6 +48,9 @@ struct LatencyModelSpec {
   // the measured attention-module rows (mla_module_table.h) instead of its roofline. Off by default:
   // tested, not adopted (models/latency/README.md, "MLA attention-module rows").
   bool mla_module_rows = false;
+  // engine.mla_attention auto (default) or module_rows: GLM-5's DSA layers decode from its measured DSA
+  // module rows (dsa_generation.csv) where the GPU has them; roofline: they do not.
+  bool dsa_module_rows = false;
   // DP / EP / PP and the links between GPUs (parallel_terms.h); parallel.tp is set from `tp`. PP > 1
   // builds a PipelineLatencyModel over one model per stage (pipeline_model.h).
   ParallelPlan parallel;

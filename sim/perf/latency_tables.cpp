@@ -142,6 +142,12 @@ LatencyTables with_mla_module_rows(LatencyTables t) {
   if (t.dir.empty()) return t;
   t.mla_context = read_mla((fs::path(t.dir) / "mla_context.csv").string(), "isl");
   t.mla_generation = read_mla((fs::path(t.dir) / "mla_generation.csv").string(), "context");
+  return with_dsa_module_rows(std::move(t));
+}
+
+LatencyTables with_dsa_module_rows(LatencyTables t) {
+  if (t.dir.empty()) return t;
+  t.dsa_generation = read_mla((fs::path(t.dir) / "dsa_generation.csv").string(), "context");
   return t;
 }
 

@@ -61,6 +61,7 @@ struct LatencyTables {
   std::vector<MoePoint> moe_mxfp4;             // MXFP4 weight-only experts (W4A16, gpt-oss), moe_mxfp4.csv
   std::vector<MlaModulePoint> mla_context;     // mla_context.csv (with_mla_module_rows)
   std::vector<MlaModulePoint> mla_generation;  // mla_generation.csv (with_mla_module_rows)
+  std::vector<MlaModulePoint> dsa_generation;  // dsa_generation.csv (with_mla_module_rows; GLM-5's DSA module)
   bool has_gemm() const { return !gemm.empty(); }
 };
 
@@ -74,9 +75,13 @@ struct LatencyTables {
 // is read balanced.
 LatencyTables load_latency_tables(const std::string& root, const std::string& gpu,
                                   const std::string& moe_routing = "balanced");
-// The tables plus the MLA module rows of their folder (mla_context.csv, mla_generation.csv), read only for
+// The tables plus the MLA module rows of their folder (mla_context.csv, mla_generation.csv, and GLM-5's DSA decode
+// module, dsa_generation.csv), read only for
 // engine.mla_attention module_rows (off by default), so that a default run does not parse them.
 LatencyTables with_mla_module_rows(LatencyTables t);
+// The tables plus the DSA decode-module rows only (dsa_generation.csv): engine.mla_attention auto, read for a
+// model with DSA layers.
+LatencyTables with_dsa_module_rows(LatencyTables t);
 // The tables an FP8 model with block-scaled weights runs on: the block-scaled rows stand in for the
 // per-tensor FP8 ones (gemm_fp8, moe_fp8), each where the GPU has them (else the per-tensor rows stay).
 LatencyTables with_block_fp8_rows(LatencyTables t);

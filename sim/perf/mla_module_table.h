@@ -7,7 +7,9 @@
 //     (new tokens per sequence for context rows, cached tokens for generation rows);
 //   * a query interpolates linearly in length along each measured batch (the last segment's slope beyond
 //     the longest length, the shortest length's value below it), then linearly in batch between the two
-//     nearest batches that reach that length; above the largest such batch it scales that batch's time by
+//     nearest measured batches; a batch whose rows stop before the length keeps its value at its longest
+//     length times the growth from there to the length of the largest batch measured that far (the rows
+//     are far from linear in batch); above the largest measured batch it scales that batch's time by
 //     batch / largest (sequences beyond the grid cost what the largest measured batch's did each);
 //   * a measured point comes back exactly.
 // The rows are measured at the DeepSeek-V3 MLA shape only (hidden 7168, q_lora_rank 1536, kv_lora_rank
@@ -25,6 +27,10 @@ namespace kvsim {
 
 // True when the layer is a (dense, not DSA) MLA layer of the shape the module rows were measured at.
 bool mla_module_shape(const ModelSpec& m, const LayerSpec& l);
+// True when the layer is a DSA layer of GLM-5's shape, the one the DSA decode rows (dsa_generation.csv,
+// SGLang 0.5.14, zai-org/GLM-5-FP8) were measured at: hidden 6144, q_lora_rank 2048, kv_lora_rank 512,
+// qk_nope 192, qk_rope 64, v_head 256, an indexer of 32 heads of 128.
+bool dsa_module_shape(const ModelSpec& m, const LayerSpec& l);
 
 class MlaModuleTable {
  public:

@@ -379,9 +379,9 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
   if (n["moe_routing"]) e.moe_routing = r.str(n["moe_routing"], k("moe_routing"));
   if (n["mla_attention"]) {
     e.mla_attention = r.str(n["mla_attention"], k("mla_attention"));
-    if (e.mla_attention != "roofline" && e.mla_attention != "module_rows")
+    if (e.mla_attention != "auto" && e.mla_attention != "roofline" && e.mla_attention != "module_rows")
       r.fail(k("mla_attention"),
-             "unknown value " + quote_for_message(e.mla_attention) + " (known: roofline, module_rows)");
+             "unknown value " + quote_for_message(e.mla_attention) + " (known: auto, roofline, module_rows)");
   }
   if (n["paged_block_cost"]) e.paged_block_cost = r.boolean(n["paged_block_cost"], k("paged_block_cost"));
   if (n["mamba_cache_mode"]) {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "sim/core/errors.h"
 #include "sim/model/config_reader.h"
 #include "sim/perf/calibrated_model.h"
@@ -31,8 +33,11 @@ TEST(MlaModuleTable, InterpolatesInLengthThenBatch) {
   // Length 150 at batch 1: (1 + 3) / 2 = 2 ms; at batch 4: (2 + 6) / 2 = 4 ms. Batch 8 does not reach 150,
   // so batch 2 lies between 1 and 4: 2 + (2 - 1) / 3 x (4 - 2) = 2.6667 ms.
   EXPECT_NEAR(t.seconds(2, 150), 2e-3 + 2e-3 / 3, 1e-12);
-  // Batch 16 at length 150: batch 4 is the largest reaching it, 4 ms x 16 / 4 = 16 ms.
-  EXPECT_NEAR(t.seconds(16, 150), 16e-3, 1e-12);
+  // Batch 8's rows stop at length 100 (5 ms); batch 4, the largest reaching 150, grows from 2 ms at 100 to
+  // 4 ms at 150, so batch 8 at 150 is 5 x 4 / 2 = 10 ms; batch 6 lies between 4 and 8: 4 + 2 / 4 x 6 = 7 ms;
+  // batch 16, beyond the grid, 10 ms x 16 / 8 = 20 ms.
+  EXPECT_NEAR(t.seconds(6, 150), 7e-3, 1e-12);
+  EXPECT_NEAR(t.seconds(16, 150), 20e-3, 1e-12);
   // Length 100 is reached by batch 8: batch 6 between 4 and 8, 2 + 2 / 4 x 3 = 3.5 ms.
   EXPECT_NEAR(t.seconds(6, 100), 3.5e-3, 1e-12);
   // Below the shortest length: its value; beyond the longest: the last segment extended (1 + 2 x 2 = 5 ms).
@@ -40,6 +45,19 @@ TEST(MlaModuleTable, InterpolatesInLengthThenBatch) {
   EXPECT_NEAR(t.seconds(1, 300), 5e-3, 1e-12);
   EXPECT_TRUE(MlaModuleTable(grid(), "fp8_block", "bf16", 16).empty());
   EXPECT_TRUE(MlaModuleTable(grid(), "bf16", "bf16", 8).empty());
+}
+
+TEST(MlaModuleTable, ALargerBatchBorrowsOnlyTheShapeAlongTheLength) {
+  // Rows of b200/dsa_generation.csv (GLM-5-FP8, fp8_block, FP8 cache, 8 heads): 64 sequences at 1,024 and
+  // 2,048 cached tokens 0.0891 and 0.1113 ms, 128 sequences at 1,024 0.1063 ms. Without the 128 x 2,048 row
+  // (measured 0.1282 ms) the table gives 0.1063 x 0.1113 / 0.0891 = 0.1328 ms, 3.6 % above it; scaling
+  // batch 64 linearly (0.1113 x 2 = 0.2226 ms) would be 74 % above.
+  const std::vector<MlaModulePoint> rows = {{"fp8_block", "fp8", 8, 64, 1024, 0.0891e-3},
+                                            {"fp8_block", "fp8", 8, 64, 2048, 0.1113e-3},
+                                            {"fp8_block", "fp8", 8, 128, 1024, 0.1063e-3}};
+  const MlaModuleTable t(rows, "fp8_block", "fp8", 8);
+  EXPECT_NEAR(t.seconds(128, 2048), 0.1063e-3 * 0.1113 / 0.0891, 1e-12);
+  EXPECT_LT(std::abs(t.seconds(128, 2048) / 0.1282e-3 - 1), 0.04);
 }
 
 TEST(MlaModuleTable, ShapeIsDeepSeekV3sAndKimis) {
@@ -103,6 +121,44 @@ TEST(MlaModuleTable, KimiUsesTheBf16RowsAtItsLocalHeads) {
   decode.num_tokens = decode.num_decode_requests = 16;
   decode.decode_context_tokens = 16 * 2048;
   EXPECT_NEAR(m.breakdown(decode).decode_attention_s, 61 * 0.104e-3, 1e-12);
+}
+
+// GLM-5's DSA layers with the DSA decode rows (engine.mla_attention auto / module_rows): aiconfigurator's
+// SGLang 0.5.14 B200 collection (b200_sxm/sparse_attention/sglang/0.5.14/dsa_generation_module_perf.parquet,
+// zai-org/GLM-5-FP8, mla_dtype bfloat16, gemm_type fp8_block, kv_cache_dtype fp8, 8 local heads = 64 / TP 8):
+// batch 4 at 1,024 cached tokens 0.0684 ms a layer, at 1 token 0.0646 ms; batch 1 at 1 token (the floor a
+// mixed step shares) is interpolated between the rows at 1 and 4 tokens (both 0.0584 ms and 0.0585 ms).
+// GLM-5 has 78 DSA layers; vLLM's fp8_ds_mla cache reads the FP8-cache rows.
+TEST(MlaModuleTable, Glm5DsaDecodesFromTheDsaRows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = with_mla_module_rows(load_latency_tables(kRoot + "/models/latency", "b200"));
+  ASSERT_FALSE(t.dsa_generation.empty());
+  const ModelSpec glm = read_model_config(kRoot + "/models/latency/configs/glm-5.json");
+  const GpuSpec& g = hw.gpu("b200");
+  const CalibratedLatencyModel rows(glm, g, 8, DType::kFp8, DType::kFp8DsMla, t, {}, {}, {}, {}, 0, false, false, true);
+  ASSERT_TRUE(rows.uses_dsa_module_table());
+  EXPECT_FALSE(rows.uses_mla_module_table());
+  BatchShape decode;
+  decode.num_tokens = decode.num_decode_requests = 4;
+  decode.decode_context_tokens = 4 * 1024;
+  decode.decode_context_tokens_sparse = 4 * 1024;
+  EXPECT_NEAR(rows.breakdown(decode).decode_attention_s, 78 * 0.0684e-3, 1e-12);
+
+  // The rows hold the projections for decode tokens: a pure decode step's linear time drops by exactly
+  // the projection GEMMs the roofline model runs, which come back for prefill tokens.
+  const CalibratedLatencyModel roofline(glm, g, 8, DType::kFp8, DType::kFp8DsMla, t, {});
+  EXPECT_FALSE(roofline.uses_dsa_module_table());
+  EXPECT_LT(rows.breakdown(decode).linear_s, roofline.breakdown(decode).linear_s);
+  BatchShape prefill;
+  prefill.num_tokens = prefill.num_prefill_tokens = 2048;
+  prefill.num_prefill_requests = 2;
+  prefill.prefill_attn_pairs = 2 * 1024.0 * 1025.0 / 2;
+  EXPECT_NEAR(rows.breakdown(prefill).linear_s, roofline.breakdown(prefill).linear_s, 1e-12);
+  EXPECT_NEAR(rows.breakdown(prefill).prefill_attention_s, roofline.breakdown(prefill).prefill_attention_s, 1e-12);
+
+  // A BF16 GLM-5 has no rows (the collection measured FP8 projections): the roofline.
+  EXPECT_FALSE(CalibratedLatencyModel(glm, g, 8, DType::kBf16, DType::kBf16, t, {}, {}, {}, {}, 0, false, false, true)
+                   .uses_dsa_module_table());
 }
 
 }  // namespace
