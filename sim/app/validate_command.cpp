@@ -308,7 +308,7 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
      "rows (engine.mla_attention module_rows); off by default: tested, not adopted (models/latency/README.md)")
     ("mla-roofline", po::bool_switch(),
      "price every MLA and DSA layer by the roofline (engine.mla_attention roofline); by default (auto) GLM-5's DSA "
-     "layers decode from their measured module rows (models/latency/README.md, \"DSA decode-module rows\")")
+     "layers decode from their measured module rows (models/latency/README.md, \"DSA decode-module rows for GLM-5\")")
     ("engine-defaults", po::bool_switch(),
      "ignore the per-row scheduler columns (max_num_batched_tokens, max_num_seqs, enable_chunked_prefill, "
      "max_prefill_tokens, enable_mixed_chunk) and --deployment")
