@@ -378,6 +378,42 @@ def dsa_tables():
         write(gpu, "dsa_generation.csv", first_per_shape(out, 5))
 
 
+# Gated DeltaNet kernels (SGLang 0.5.14 collections, linear_attention/sglang/0.5.14/gdn_perf.parquet, dumped as
+# <system>_gdn.csv; collector/sglang/collect_gdn.py): per Qwen3.5 shape and local head count, the two kernels
+# of a GDN layer's state path, context (causal_conv1d_fn + chunk_gated_delta_rule over batch_size sequences
+# of seq_len new tokens) and generation (causal_conv1d_update + fused_recurrent_gated_delta_rule_packed_decode
+# over batch_size sequences of one token). Summed per (local shape, batch, seq_len) where both kernels were
+# measured; the kernels see only the local heads, so shapes are keyed by them ("k2x128_v8x128": 2 key heads
+# and 8 value heads of 128 on this GPU), the first row of each key kept.
+GDN_KERNELS = {"context": ("causal_conv1d_fn", "chunk_gated_delta_rule"),
+               "generation": ("causal_conv1d_update", "fused_recurrent_gated_delta_rule_packed_decode")}
+
+
+def gdn_tables():
+    for gpu, system in MLA_SYSTEMS.items():
+        path = os.path.join(DUMPS, "%s_gdn.csv" % system)
+        if not os.path.exists(path):
+            continue
+        for phase, (conv, rule) in GDN_KERNELS.items():
+            sums = {}
+            with open(path) as f:
+                for r in csv.DictReader(f):
+                    if r["phase"] != phase or r["kernel_source"] not in (conv, rule):
+                        continue
+                    shape = "k%sx%s_v%sx%s" % (r["num_k_heads"], r["head_k_dim"], r["num_v_heads"], r["head_v_dim"])
+                    key = (shape, int(r["num_v_heads"]), int(r["batch_size"]), int(r["seq_len"]))
+                    by_model = sums.setdefault(key, {}).setdefault(r["model_name"], {})
+                    by_model.setdefault(r["kernel_source"], float(r["latency"]))
+            out = [("shape", "num_v_heads", "batch", "tokens", "latency_ms")]
+            for key in sorted(sums):
+                # Models sharing a local shape (Qwen3.5-122B and -397B) were measured alike; the first model
+                # name, in sorted order, with both kernels measured at this point gives the row.
+                both = [m for m in sorted(sums[key]) if len(sums[key][m]) == 2]
+                if both:
+                    out.append(key + ("%.6g" % sum(sums[key][both[0]].values()),))
+            write(gpu, "gdn_%s.csv" % phase, out)
+
+
 def check_int4_rows(gpu, system):
     """Prints, per expert shape at 256 tokens (moe_tp 1, moe_ep 1, balanced: every expert touched), the HBM
     bandwidth each collection's INT4 rows imply (4.125 bits per weight) beside the same shape's BF16 row.
@@ -432,3 +468,4 @@ if __name__ == "__main__":
         int4_tables()
         mla_tables()
         dsa_tables()
+        gdn_tables()

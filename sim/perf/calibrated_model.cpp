@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <string>
 #include <tuple>
 
 #include "sim/core/errors.h"
@@ -10,6 +12,17 @@
 #include "sim/perf/cuda_graph.h"
 
 namespace kvsim {
+
+std::string gdn_kernel_shape(const StateShape& s, int tp) {
+  // gdn_state (config_reader.cpp): conv_dim = 2 k_heads k_dim + v_heads v_dim, ssm_heads = v_heads,
+  // ssm_head_dim = v_dim, ssm_state_dim = k_dim.
+  const int64_t k_dim = s.ssm_state_dim, v_dim = s.ssm_head_dim, v_heads = s.ssm_heads;
+  if (k_dim <= 0 || tp < 1) return "";
+  const int64_t k_heads = (s.conv_dim - v_heads * v_dim) / (2 * k_dim);
+  if (k_heads <= 0 || k_heads % tp != 0 || v_heads % tp != 0) return "";
+  return "k" + std::to_string(k_heads / tp) + "x" + std::to_string(k_dim) + "_v" + std::to_string(v_heads / tp) + "x" +
+         std::to_string(v_dim);
+}
 namespace {
 
 bool is_state_layer(LayerKind k) {
@@ -130,6 +143,8 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
     }
   }
 
+  // The local GDN shape of every gated-DeltaNet layer ("" where the heads do not divide by TP).
+  std::set<std::string> gdn_keys;
   // Parameters the explicit GEMMs account for (per token, whole model, TP 1), to size the rest.
   double explicit_params = 0;
   int other_layers = 0;  // MLA and state layers: their projections take the remaining parameters
@@ -177,6 +192,7 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
           const double state_b = m.ssm_state_dtype_hint == "float32" ? 4.0 : 2.0;
           state_flops_per_token_ += (6.0 * ssm + 2.0 * static_cast<double>(s.conv_dim) * (s.conv_rows + 1)) / tp_;
           state_bytes_per_request_ += 2.0 * (ssm * state_b + conv * 2.0) / tp_;
+          if (l.kind == LayerKind::kGatedDeltaNet) gdn_keys.insert(gdn_kernel_shape(s, tp_));
         }
         break;
     }
@@ -209,6 +225,19 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
       dsa_projections = g;
     else
       token_gemms_.push_back(g);
+  }
+  // Every state layer a gated-DeltaNet layer of one local shape with measured kernel rows (SGLang's conv1d +
+  // delta-rule kernels, <gpu>/gdn_{context,generation}.csv): its state path from the rows.
+  if (state_layers_ > 0 && gdn_keys.size() == 1 && !gdn_keys.begin()->empty() &&
+      std::all_of(m.layers.begin(), m.layers.end(),
+                  [](const LayerSpec& l) { return !is_state_layer(l.kind) || l.kind == LayerKind::kGatedDeltaNet; })) {
+    const std::string& key = *gdn_keys.begin();
+    const LayerSpec& any = *std::find_if(m.layers.begin(), m.layers.end(),
+                                         [](const LayerSpec& l) { return l.kind == LayerKind::kGatedDeltaNet; });
+    const int local_v = static_cast<int>(any.state.ssm_heads / tp_);
+    gdn_context_ = MlaModuleTable(tables.gdn_context, key, "", local_v);
+    gdn_generation_ = MlaModuleTable(tables.gdn_generation, key, "", local_v);
+    gdn_rows_ = !gdn_context_.empty() && !gdn_generation_.empty();
   }
   memory_ops_ += 2;  // embedding gather, final norm
   // Per token: each element-wise kernel moves about 8 * hidden bytes; embedding gather and final
@@ -435,7 +464,16 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
                                                       flops / (cal_.attention_prefill_eta * gpu_.bf16_flops)));
     }
   }
-  if (state_layers_ > 0) {
+  if (state_layers_ > 0 && gdn_rows_) {
+    // The measured kernels read and write the state; a prefix-cache checkpoint copy is extra.
+    double per_layer = 0;
+    if (b.num_decode_requests > 0) per_layer += gdn_generation_.seconds(b.num_decode_requests, 1);
+    if (b.num_prefill_requests > 0)
+      per_layer += gdn_context_.seconds(b.num_prefill_requests,
+                                        static_cast<double>(b.num_prefill_tokens) / b.num_prefill_requests);
+    r.state_s = state_layers_ * per_layer +
+                2.0 * static_cast<double>(b.state_copy_bytes) / (cal_.gemm.eta_memory * gpu_.hbm_bandwidth);
+  } else if (state_layers_ > 0) {
     r.state_s = state_layers_ * 2.0 * cal_.gemm.floor_s +
                 (state_bytes_per_request_ * static_cast<double>(b.state_requests) +
                  2.0 * static_cast<double>(b.state_copy_bytes)) /

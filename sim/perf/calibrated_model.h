@@ -22,13 +22,15 @@
 //         on the fitted roofline (uniform routing, no expert parallelism).
 //   A     per attention layer: GQA/sliding from fits of the attention tables for the layer's per-GPU
 //         shape (prefill a + b * pairs + c * tokens; decode a + b * batch + c * sum context);
-//         MLA layers of the DeepSeek-V3 shape (Kimi-K2.5 too) from the measured attention-module rows
-//         (mla_module_table.h: projections + attention + o_proj, so their projections leave L(N));
-//         other MLA layers by roofline with the tables' achieved attention efficiencies; with
-//         engine.mla_attention module_rows, GLM-5's DSA layers decode from its measured DSA module rows
-//         (projections + indexer + sparse attention + o_proj; prefill stays on the roofline).
+//         MLA layers by roofline with the tables' achieved attention efficiencies; with
+//         engine.mla_attention module_rows, those of the DeepSeek-V3 shape (Kimi-K2.5 too) from the
+//         measured attention-module rows (mla_module_table.h: projections + attention + o_proj, so their
+//         projections leave L(N)); with auto (default) or module_rows, GLM-5's DSA layers decode from
+//         its measured DSA module rows (projections + indexer + sparse attention + o_proj; prefill stays
+//         on the roofline).
 //   State Mamba2 / gated-DeltaNet recurrent state read + write per request and scan FLOPs per token,
-//         fitted roofline plus two kernel floors per layer.
+//         fitted roofline plus two kernel floors per layer; gated-DeltaNet layers of a shape SGLang's
+//         GDN kernel rows cover: those rows (conv1d + delta rule, decode and prefill).
 //   AR    TP all-reduce, two per layer, message N * hidden * 2 bytes, from the vLLM custom all-reduce
 //         table (log-interpolated in size, bus bandwidth held beyond it), else an alpha-beta formula;
 //         through the NIC when TP spans nodes (parallel_terms.h).
@@ -73,6 +75,10 @@ struct CalibratedBreakdown {
   Duration total;
 };
 
+// The key of a gated-DeltaNet layer's local kernel shape in the GDN rows, "k<key heads>x<key dim>_v<value
+// heads>x<value dim>" with the heads on one GPU of `tp`; "" when the heads do not divide by tp.
+std::string gdn_kernel_shape(const StateShape& s, int tp);
+
 class CalibratedLatencyModel final : public ILatencyModel {
  public:
   // Throws InputError when the spec or GPU lacks what the model needs.
@@ -102,6 +108,8 @@ class CalibratedLatencyModel final : public ILatencyModel {
   // The same option on a model whose attention layers are all DSA layers of GLM-5's shape
   // (dsa_module_shape) with rows for its format, cache dtype and local heads: decode from dsa_generation.csv.
   bool uses_dsa_module_table() const { return dsa_module_; }
+  // Every state layer is gated DeltaNet of one local shape the GDN kernel rows cover (gdn_kernel_shape).
+  bool uses_gdn_kernel_rows() const { return gdn_rows_; }
   // The compute and memory limits of the hardware file for the dense GEMMs' weights (for tests).
   PeakRates peak_rates() const { return weight_peak_; }
 
@@ -151,10 +159,13 @@ class CalibratedLatencyModel final : public ILatencyModel {
   bool dsa_module_ = false;
   MlaModuleTable dsa_generation_;
   double dsa_module_floor_s_ = 0;
-  Curve1D dsa_projection_curve_;        // the DSA layers' projection GEMMs at m tokens (with dsa_module_)
-  bool sparse_mla_ = false;             // DeepSeek-V3.2 DSA: main attention over the top-k keys
-  double indexer_flops_per_pair_ = 0;   // lightning indexer, per query-key pair, per rank
-  double indexer_bytes_per_token_ = 0;  // indexer key bytes read per context token
+  Curve1D dsa_projection_curve_;
+  // Gated DeltaNet state kernels from the rows (gdn_context_, gdn_generation_).
+  bool gdn_rows_ = false;
+  MlaModuleTable gdn_context_, gdn_generation_;  // the DSA layers' projection GEMMs at m tokens (with dsa_module_)
+  bool sparse_mla_ = false;                      // DeepSeek-V3.2 DSA: main attention over the top-k keys
+  double indexer_flops_per_pair_ = 0;            // lightning indexer, per query-key pair, per rank
+  double indexer_bytes_per_token_ = 0;           // indexer key bytes read per context token
   int moe_layers_ = 0;
   int num_experts_ = 0, topk_ = 0;
   double expert_bytes_ = 0, moe_inter_ = 0;  // moe_inter_: per GPU, after the moe-TP split

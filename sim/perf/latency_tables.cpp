@@ -85,16 +85,19 @@ std::vector<MoePoint> read_moe(const std::string& path, const std::string& distr
   return out;
 }
 
-std::vector<MlaModulePoint> read_mla(const std::string& path, const char* length_col) {
+// A batch x length grid of one layer's module or kernels (MlaModulePoint): `key_col` names the shape or
+// format, `kv_col` the cache dtype ("" for none), `heads_col` the local heads.
+std::vector<MlaModulePoint> read_grid(const std::string& path, const char* key_col, const char* kv_col,
+                                      const char* heads_col, const char* length_col) {
   std::vector<MlaModulePoint> out;
   if (!fs::exists(path)) return out;
   const CsvFile f = read_csv_file(path);
-  const int g = f.column("gemm"), kv = f.column("kv_dtype"), h = f.column("num_heads"), b = f.column("batch"),
+  const int g = f.column(key_col), kv = *kv_col ? f.column(kv_col) : -1, h = f.column(heads_col), b = f.column("batch"),
             l = f.column(length_col), t = f.column("latency_ms");
   for (size_t r = 0; r < f.rows.size(); ++r) {
     MlaModulePoint p;
     p.gemm = f.text(r, g);
-    p.kv_dtype = f.text(r, kv);
+    if (kv >= 0) p.kv_dtype = f.text(r, kv);
     p.num_heads = whole(f, r, h, 1);
     p.batch = positive(f, r, b);
     p.length = positive(f, r, l);
@@ -102,6 +105,10 @@ std::vector<MlaModulePoint> read_mla(const std::string& path, const char* length
     out.push_back(p);
   }
   return out;
+}
+
+std::vector<MlaModulePoint> read_mla(const std::string& path, const char* length_col) {
+  return read_grid(path, "gemm", "kv_dtype", "num_heads", length_col);
 }
 
 }  // namespace
@@ -117,6 +124,8 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
   t.gemm_fp8_block = read_gemm((dir / "gemm_fp8_block.csv").string());
   t.gemm_nvfp4 = read_gemm((dir / "gemm_nvfp4.csv").string());
   t.context_attention = read_attention((dir / "context_attention.csv").string(), "isl");
+  t.gdn_context = read_grid((dir / "gdn_context.csv").string(), "shape", "", "num_v_heads", "tokens");
+  t.gdn_generation = read_grid((dir / "gdn_generation.csv").string(), "shape", "", "num_v_heads", "tokens");
   t.generation_attention = read_attention((dir / "generation_attention.csv").string(), "context");
   if (const std::string p = (dir / "allreduce.csv").string(); fs::exists(p)) {
     const CsvFile f = read_csv_file(p);

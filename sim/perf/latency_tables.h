@@ -61,6 +61,10 @@ struct LatencyTables {
   std::vector<MoePoint> moe_mxfp4;             // MXFP4 weight-only experts (W4A16, gpt-oss), moe_mxfp4.csv
   std::vector<MlaModulePoint> mla_context;     // mla_context.csv (with_mla_module_rows)
   std::vector<MlaModulePoint> mla_generation;  // mla_generation.csv (with_mla_module_rows)
+  // Gated DeltaNet state kernels (conv1d + delta rule) per local shape "k<heads>x<dim>_v<heads>x<dim>"
+  // (gemm), local value heads (num_heads), batch and new tokens per sequence (length; 1 in generation).
+  std::vector<MlaModulePoint> gdn_context;     // gdn_context.csv
+  std::vector<MlaModulePoint> gdn_generation;  // gdn_generation.csv
   std::vector<MlaModulePoint> dsa_generation;  // dsa_generation.csv (with_mla_module_rows; GLM-5's DSA module)
   bool has_gemm() const { return !gemm.empty(); }
 };
