@@ -139,7 +139,6 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
     if (dsa_module_rows && all_dsa && !dsa_kv.empty() && heads == std::floor(heads)) {
       dsa_generation_ = MlaModuleTable(tables.dsa_generation, gemm, dsa_kv, static_cast<int>(heads));
       dsa_module_ = !dsa_generation_.empty();
-      if (dsa_module_) dsa_module_floor_s_ = dsa_generation_.seconds(1, 2);
     }
   }
 
@@ -451,7 +450,9 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
     if (mla_module_) {
       r.decode_attention_s += mla_layers_ * module_decode_seconds(mla_generation_, mla_module_floor_s_, b);
     } else if (dsa_module_) {
-      r.decode_attention_s += mla_layers_ * module_decode_seconds(dsa_generation_, dsa_module_floor_s_, b);
+      // Prefill tokens do not run the DSA rows (their attention is the roofline's, their projections the
+      // GEMMs'), so a mixed step's decodes pay their whole row.
+      r.decode_attention_s += mla_layers_ * module_decode_seconds(dsa_generation_, 0.0, b);
     } else if (mla_layers_ > 0) {
       const double full = static_cast<double>(b.decode_context_tokens);
       const double ctx = sparse_mla_ && b.decode_context_tokens_sparse > 0

@@ -158,7 +158,6 @@ class CalibratedLatencyModel final : public ILatencyModel {
   // DSA decode module rows (GLM-5): the DSA layers' projections then run as GEMMs for prefill tokens only.
   bool dsa_module_ = false;
   MlaModuleTable dsa_generation_;
-  double dsa_module_floor_s_ = 0;
   Curve1D dsa_projection_curve_;
   // Gated DeltaNet state kernels from the rows (gdn_context_, gdn_generation_).
   bool gdn_rows_ = false;

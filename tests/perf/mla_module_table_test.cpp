@@ -126,9 +126,8 @@ TEST(MlaModuleTable, KimiUsesTheBf16RowsAtItsLocalHeads) {
 // GLM-5's DSA layers with the DSA decode rows (engine.mla_attention auto / module_rows): aiconfigurator's
 // SGLang 0.5.14 B200 collection (b200_sxm/sparse_attention/sglang/0.5.14/dsa_generation_module_perf.parquet,
 // zai-org/GLM-5-FP8, mla_dtype bfloat16, gemm_type fp8_block, kv_cache_dtype fp8, 8 local heads = 64 / TP 8):
-// batch 4 at 1,024 cached tokens 0.0684 ms a layer, at 1 token 0.0646 ms; batch 1 at 1 token (the floor a
-// mixed step shares) is interpolated between the rows at 1 and 4 tokens (both 0.0584 ms and 0.0585 ms).
-// GLM-5 has 78 DSA layers; vLLM's fp8_ds_mla cache reads the FP8-cache rows.
+// batch 4 at 1,024 cached tokens 0.0684 ms a layer. GLM-5 has 78 DSA layers; vLLM's fp8_ds_mla cache reads
+// the FP8-cache rows.
 TEST(MlaModuleTable, Glm5DsaDecodesFromTheDsaRows) {
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
   const LatencyTables t = with_mla_module_rows(load_latency_tables(kRoot + "/models/latency", "b200"));
@@ -155,6 +154,12 @@ TEST(MlaModuleTable, Glm5DsaDecodesFromTheDsaRows) {
   prefill.prefill_attn_pairs = 2 * 1024.0 * 1025.0 / 2;
   EXPECT_NEAR(rows.breakdown(prefill).linear_s, roofline.breakdown(prefill).linear_s, 1e-12);
   EXPECT_NEAR(rows.breakdown(prefill).prefill_attention_s, roofline.breakdown(prefill).prefill_attention_s, 1e-12);
+  // In a mixed step the prefill tokens run the roofline path, so the decodes pay their whole row.
+  BatchShape mixed = prefill;
+  mixed.num_tokens += 4;
+  mixed.num_decode_requests = 4;
+  mixed.decode_context_tokens = mixed.decode_context_tokens_sparse = 4 * 1024;
+  EXPECT_NEAR(rows.breakdown(mixed).decode_attention_s, 78 * 0.0684e-3, 1e-12);
 
   // A BF16 GLM-5 has no rows (the collection measured FP8 projections): the roofline.
   EXPECT_FALSE(CalibratedLatencyModel(glm, g, 8, DType::kBf16, DType::kBf16, t, {}, {}, {}, {}, 0, false, false, true)
