@@ -317,7 +317,7 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   std::vector<double> lin, head, ar, dsa;
   for (double x : grid) {
     lin.push_back(linear_at(x));
-    dsa.push_back(dsa_projections.count * gemm_seconds(x, dsa_projections.n, dsa_projections.k));
+    if (dsa_module_) dsa.push_back(dsa_projections.count * gemm_seconds(x, dsa_projections.n, dsa_projections.k));
     head.push_back(bf16_gemm_seconds(x, vocab_ / tp_, h));  // the LM head stays in 16 bits
     ar.push_back(tp > 1 ? 2.0 * layers_ * allreduce_at(x) : 0.0);
   }

@@ -32,6 +32,7 @@ MlaModuleTable::MlaModuleTable(const std::vector<MlaModulePoint>& points, const 
         std::unique(curve.begin(), curve.end(), [](const auto& x, const auto& y) { return x.first == y.first; }),
         curve.end());
   }
+  for (const auto& [batch, curve] : by_batch_) longest_ = std::max(longest_, curve.back().first);
 }
 
 double MlaModuleTable::along(const Curve& c, double length) {
@@ -50,9 +51,7 @@ double MlaModuleTable::seconds(double batch, double length) const {
   // grids measure fewer sequences at longer lengths). The rows are far from linear in batch (B200 GLM-5
   // DSA decode, 8 heads, 1,024 cached tokens: 0.0891 ms at 64 sequences, 0.1063 ms at 128), so a larger
   // batch keeps its own measured level and borrows only the shape along the length.
-  double longest = 0;
-  for (const auto& [b, c] : by_batch_) longest = std::max(longest, c.back().first);
-  const double need = std::min(length, longest);
+  const double need = std::min(length, longest_);
   const Curve* ref = nullptr;
   double ref_batch = 0;
   for (const auto& [b, c] : by_batch_)

@@ -46,6 +46,7 @@ class MlaModuleTable {
   using Curve = std::vector<std::pair<double, double>>;  // (length, seconds), ascending length
   static double along(const Curve& c, double length);
   std::map<double, Curve> by_batch_;
+  double longest_ = 0;  // the longest length any batch was measured at
 };
 
 }  // namespace kvsim

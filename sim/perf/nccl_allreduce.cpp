@@ -55,8 +55,6 @@ double bandwidth_factor(Algo a, Proto p) {
 
 }  // namespace
 
-double nccl_allreduce_latency_s(const NcclAllReduceLayout& l) { return nccl_allreduce_seconds(l, 0.0); }
-
 double nccl_allreduce_seconds(const NcclAllReduceLayout& l, double bytes) {
   const int n = std::max(1, l.ranks);
   const double traffic = bytes > 0 && l.bus_bandwidth > 0 ? 2.0 * (n - 1) / n * bytes / l.bus_bandwidth : 0.0;

@@ -26,9 +26,8 @@ struct NcclAllReduceLayout {
   double bus_bandwidth = 0;  // bytes/s, the ring's bottleneck per GPU
 };
 
-// The least latency over the algorithms and protocols, seconds (the cost of an empty all-reduce).
-double nccl_allreduce_latency_s(const NcclAllReduceLayout& l);
-// One all-reduce of `bytes` per rank: the least time over Tree / Ring x LL / LL128 / Simple, seconds.
+// One all-reduce of `bytes` per rank: the least time over Tree / Ring x LL / LL128 / Simple, seconds
+// (at 0 bytes: the least latency).
 double nccl_allreduce_seconds(const NcclAllReduceLayout& l, double bytes);
 
 }  // namespace kvsim
