@@ -105,7 +105,12 @@ bool Scheduler::sglang_prefill(SimTime now, SchedulerOutput& out) {
     const int64_t rest = r.num_tokens - r.num_computed;
     int64_t n = chunking ? std::min(rest, rem_chunk) : rest;
     if (align_) n = align_split(r, r.num_computed, n);
-    if (n > 0 && kv_.allocate_slots(chunked, r.num_computed, n, nullptr, 0, 0)) {
+    if (n == 0) {
+      // Aligned to a block boundary that this step's chunk budget (less the mixed decode tokens) does
+      // not reach: the running requests decode, and the chunk continues when they leave it room.
+      return false;
+    }
+    if (kv_.allocate_slots(chunked, r.num_computed, n, nullptr, 0, 0)) {
       const bool truncated = n < rest;
       out.scheduled.push_back(ScheduledRequest{chunked, n, r.num_computed, false});
       register_blocks(chunked, std::min(r.num_computed + n, r.num_tokens));
@@ -147,6 +152,9 @@ bool Scheduler::sglang_prefill(SimTime now, SchedulerOutput& out) {
       n = align_split(r, hit_.num_tokens, n);
       if (n == 0) break;
       truncated = n < extend;
+      // A prompt the alignment cuts short becomes the chunked request, and SGLang has one at a time
+      // (PrefillAdder.new_chunked_req): not while another is mid-prompt.
+      if (truncated && sglang_chunked_ >= 0) break;
     }
     // The adder checked the whole request against the free tokens; blocks for this chunk only.
     if (!kv_.allocate_slots(slot, 0, n, &hit_, 0, 0)) break;
@@ -158,7 +166,12 @@ bool Scheduler::sglang_prefill(SimTime now, SchedulerOutput& out) {
     out.scheduled.push_back(ScheduledRequest{slot, n, r.num_computed, false});
     register_blocks(slot, std::min(r.num_computed + n, r.num_tokens));
     charge(n, truncated ? 0 : growth);
-    if (truncated) sglang_chunked_ = slot;
+    if (truncated) {
+      // SGLang truncates a prompt only to the rest of the chunk budget, so the chunked request is the
+      // batch's last (with alignment, kvsim can cut one short of the budget: it is the last too).
+      sglang_chunked_ = slot;
+      break;
+    }
   }
   return !out.scheduled.empty();
 }

@@ -5,6 +5,7 @@
 
 #include "sim/engine/engine_config.h"
 #include "tests/engine/engine_test_util.h"
+#include "tests/engine/hybrid_test_util.h"
 
 namespace kvsim {
 namespace {
@@ -78,6 +79,25 @@ TEST(SglangScheduler, APromptLongerThanTheChunkIsTheOneChunkedRequest) {
   EXPECT_EQ(sink.steps[1].num_prefill_tokens, 64);
   EXPECT_EQ(sink.steps[2].num_prefill_tokens, 62);
   EXPECT_EQ(sink.steps[2].num_prefill_requests, 2);
+}
+
+TEST(SglangScheduler, AHybridPromptCutAtItsLastBlockBoundaryIsTheOneChunkedRequest) {
+  // A hybrid with prefix caching aligns its chunks (block 528, budget 2048): a 1000-token prompt is cut
+  // at its last full boundary, 528, and that makes it the batch's one chunked request. Step 1: A's 528.
+  // Step 2: A's last 472 (it leaves chunking), then B, cut to 528 in turn: 1000 tokens. Step 3: B's 472.
+  // Both then decode together. (Before, B was admitted in step 1 too and took A's chunked place, which
+  // left A mid-prompt and never scheduled again.)
+  EngineConfig c = testing::issue45238_config(true);
+  c.step_policy = StepPolicy::kSglang;
+  testing::HybridOutcome r;
+  testing::simulate_hybrid(c, {make_request(1, 0, {text(1, 1000)}, 3), make_request(2, 0, {text(2, 1000)}, 3)}, r, 0,
+                           true);
+  EXPECT_EQ(r.prefill_chunks, (std::vector<int64_t>{528, 472 + 528, 472}));
+  ASSERT_EQ(r.sink.requests.size(), 2u);
+  for (const auto& [id, rec] : r.sink.requests) {
+    EXPECT_EQ(rec.output_tokens, 3) << id;
+    EXPECT_EQ(rec.saved_state_positions, (std::vector<int64_t>{528})) << id;
+  }
 }
 
 }  // namespace
