@@ -1,6 +1,7 @@
 #include "sim/app/parallel_plan.h"
 
 #include "sim/core/errors.h"
+#include "sim/engine/engine_resolution.h"
 
 namespace kvsim {
 namespace {
@@ -31,7 +32,7 @@ ParallelPlan resolve_parallel_plan(const EngineSettings& e, const GpuSpec& gpu, 
     throw InputError(key + ".all2all_backend: " + p.all2all_backend + " dispatches and combines with vLLM's EP size " +
                      "dp x tp = " + std::to_string(p.dp * p.tp) + ", not expert_parallel_size " + std::to_string(p.ep) +
                      "; use allgather_reducescatter");
-  p.gpus_per_node = e.gpus_per_node;
+  p.gpus_per_node = nvlink_domain(e, gpu);  // the NVLink domain: a rack-scale one spans the nodes
   const int gpus = p.tp * p.dp * p.pp;
   const bool needs_links = p.dp > 1 || p.pp > 1 || p.tp > p.gpus_per_node;
   if (!needs_links) return p;  // the models price nothing new: the links are not read

@@ -88,10 +88,11 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
     throw InputError(key + "enable_expert_parallel: EP = data_parallel_size x tensor_parallel_size = " +
                      std::to_string(par.dp * par.tp) + " exceeds the " + std::to_string(model.num_experts) +
                      " experts of " + model.name);
-  if (e.tensor_parallel_size > e.gpus_per_node && e.tensor_parallel_size % e.gpus_per_node != 0)
+  if (const int domain = nvlink_domain(e, gpu); e.tensor_parallel_size > domain && e.tensor_parallel_size % domain != 0)
     throw InputError(key + "tensor_parallel_size: " + std::to_string(e.tensor_parallel_size) +
-                     " spans nodes of gpus_per_node " + std::to_string(e.gpus_per_node) +
-                     " and must then be a multiple of it");
+                     " spans NVLink domains of " + std::to_string(domain) + " GPUs (" +
+                     (domain == e.gpus_per_node ? "gpus_per_node" : gpu.name + "'s nvlink_domain") +
+                     ") and must then be a multiple of it");
   const bool hybrid_state = has_layer(model, is_state);
   const MambaCacheMode mode = resolve_mamba_cache_mode(e, model);
   const auto rule_block = [&](int requested) {

@@ -25,4 +25,10 @@ struct ResolveContext {
 EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& model, const GpuSpec& gpu,
                                    const ResolveContext& where);
 
+// GPUs that share NVLink: the node (gpus_per_node), or the GPU's rack-scale NVLink domain where the
+// catalog names one (GB200 / GB300 NVL72: 72 GPUs over 18 trays of 4), whichever is larger.
+inline int nvlink_domain(const EngineSettings& e, const GpuSpec& gpu) {
+  return gpu.nvlink_domain > e.gpus_per_node ? gpu.nvlink_domain : e.gpus_per_node;
+}
+
 }  // namespace kvsim

@@ -46,9 +46,11 @@ struct EngineSettings {
   // DP x TP, each expert tensor-split DP x TP / EP ways (turns EP on). 0: DP x TP. Refused for kind vllm.
   int expert_parallel_size = 0;
   std::string all2all_backend = "allgather_reducescatter";  // vLLM's default MoE communication under DP
-  int gpus_per_node = 8;                                    // NVLink domain; beyond it links go through the NIC
-  std::string intra_node_link = "auto";                     // hardware link name; auto: the GPU's NVLink
-  std::string inter_node_link = "ib-ndr";                   // hardware link name of one NIC per GPU
+  // GPUs per node. With the GPU's nvlink_domain, the larger of the two is the NVLink domain (nvlink_domain()
+  // in engine_resolution.h); beyond it links go through the NIC.
+  int gpus_per_node = 8;
+  std::string intra_node_link = "auto";    // hardware link name; auto: the GPU's NVLink
+  std::string inter_node_link = "ib-ndr";  // hardware link name of one NIC per GPU
   std::string latency_model = "roofline";
   // Routing of the calibrated model's fused-MoE rows: auto (aiconfigurator's power-law default for the
   // architecture) | balanced | power_law_1.01 | power_law_1.2 (sim/perf/latency_tables.h).

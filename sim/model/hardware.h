@@ -20,6 +20,9 @@ struct GpuSpec {
   double hbm_bandwidth = 0;     // bytes/s
   double nvlink_bandwidth = 0;  // bytes/s per direction per GPU (0 when none)
   double pcie_bandwidth = 0;    // bytes/s per direction, host link
+  // GPUs that one NVLink fabric joins across nodes (GB200 / GB300 NVL72: 72); 0: NVLink ends at the
+  // node (engine.gpus_per_node). Inside it, traffic between nodes stays on NVLink (nvlink_domain()).
+  int nvlink_domain = 0;
   // Roofline efficiencies (fraction of peak) and floors used by the first latency model.
   double compute_efficiency = 0.7;
   double memory_efficiency = 0.8;

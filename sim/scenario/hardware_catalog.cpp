@@ -148,6 +148,26 @@ GpuSpec read_gpu(MapReader& r, const std::string& stem) {
   g.hbm_bandwidth = parse_bandwidth(r.scalar("hbm_bandwidth"), r.where("hbm_bandwidth"));
   g.nvlink_bandwidth = parse_bandwidth_or_none(r, "nvlink_bandwidth");
   g.pcie_bandwidth = parse_bandwidth(r.scalar("pcie_bandwidth"), r.where("pcie_bandwidth"));
+  std::vector<std::string> sourced = {"memory",         "bf16_flops",         "fp8_flops",
+                                      "fp4_flops",      "hbm_bandwidth",      "nvlink_bandwidth",
+                                      "pcie_bandwidth", "compute_efficiency", "memory_efficiency",
+                                      "kernel_floor",   "step_overhead",      "activation_reserve"};
+  if (r.has("nvlink_domain")) {  // optional: only rack-scale NVLink parts name one
+    const std::string text = r.scalar("nvlink_domain");
+    size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(text, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size() || v < 2 || v > (1 << 20))
+      r.fail(r.key_path("nvlink_domain"),
+             "must be a whole number of GPUs from 2 to 1048576 (got " + quote_for_message(text) + ")");
+    if (g.nvlink_bandwidth <= 0) r.fail(r.key_path("nvlink_domain"), "needs nvlink_bandwidth");
+    g.nvlink_domain = static_cast<int>(v);
+    sourced.push_back("nvlink_domain");
+  }
   g.compute_efficiency = parse_fraction(r, "compute_efficiency");
   g.memory_efficiency = parse_fraction(r, "memory_efficiency");
   g.kernel_floor = parse_duration_key(r, "kernel_floor");
@@ -155,9 +175,7 @@ GpuSpec read_gpu(MapReader& r, const std::string& stem) {
   int64_t reserve = parse_bytes(r.scalar("activation_reserve"), r.where("activation_reserve"));
   if (reserve >= g.memory_bytes) r.fail(r.key_path("activation_reserve"), "must be smaller than memory");
   g.activation_reserve_fraction = static_cast<double>(reserve) / static_cast<double>(g.memory_bytes);
-  g.sources = read_sources(
-      r, {"memory", "bf16_flops", "fp8_flops", "fp4_flops", "hbm_bandwidth", "nvlink_bandwidth", "pcie_bandwidth",
-          "compute_efficiency", "memory_efficiency", "kernel_floor", "step_overhead", "activation_reserve"});
+  g.sources = read_sources(r, sourced);
   return g;
 }
 

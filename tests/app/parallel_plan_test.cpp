@@ -44,5 +44,31 @@ TEST(ParallelPlanLinks, APcieNodeGetsNcclsPciLatencies) {
   EXPECT_NEAR(ParallelTerms(p, 4096, 0, 0, 0).cross_node_allreduce_seconds(0), 30.8e-6, 1e-12);
 }
 
+TEST(ParallelPlanLinks, Gb200TraysShareTheRacksNvlink) {
+  // GB200 NVL72: 18 trays of 4 GPUs on one NVLink fabric (gb200.yaml nvlink_domain 72). TP 16 over four
+  // trays stays inside it (no NIC is read); the same layout of H100 nodes of 4 crosses the NIC (ib-ndr:
+  // 50 GB/s x 0.7).
+  EngineSettings e = tp16();
+  e.gpus_per_node = 4;
+  const ParallelPlan rack = resolve_parallel_plan(e, bundled().gpu("gb200"), bundled(), "engine");
+  EXPECT_EQ(rack.node_size(), 72);
+  EXPECT_DOUBLE_EQ(rack.inter.bandwidth, 0.0);
+  EXPECT_FALSE(ParallelTerms(rack, 7168, 0, 0, 0).tp_crosses_nodes());
+  const ParallelPlan hgx = resolve_parallel_plan(e, bundled().gpu("h100-sxm"), bundled(), "engine");
+  EXPECT_EQ(hgx.node_size(), 4);
+  EXPECT_DOUBLE_EQ(hgx.inter.bandwidth, 50e9 * 0.7);
+  EXPECT_TRUE(ParallelTerms(hgx, 7168, 0, 0, 0).tp_crosses_nodes());
+}
+
+TEST(ParallelPlanLinks, BeyondTheRackTheNic) {
+  // DP 2 x TP 64 = 128 GPUs: two NVL72 domains, joined by the inter-node link (ib-ndr: 50 GB/s x 0.7).
+  EngineSettings e;
+  e.tensor_parallel_size = 64;
+  e.data_parallel_size = 2;
+  const ParallelPlan p = resolve_parallel_plan(e, bundled().gpu("gb300"), bundled(), "engine");
+  EXPECT_EQ(p.node_size(), 72);
+  EXPECT_DOUBLE_EQ(p.inter.bandwidth, 50e9 * 0.7);
+}
+
 }  // namespace
 }  // namespace kvsim

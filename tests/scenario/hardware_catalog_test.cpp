@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/core/errors.h"
 
@@ -136,7 +138,12 @@ TEST(HardwareCatalog, EveryGpuHasEveryNumberAndASourceForEach) {
     EXPECT_GT(g.step_overhead.ns(), 0);
     EXPECT_GT(g.activation_reserve_fraction, 0.0);
     EXPECT_LT(g.activation_reserve_fraction, 0.1);
-    EXPECT_EQ(g.sources.size(), std::size(fields));
+    // nvlink_domain is optional and sourced when given: the NVL72 racks (aiconfigurator's
+    // num_gpus_per_rack 72), nothing else.
+    const bool rack = name == "gb200" || name == "gb300";
+    EXPECT_EQ(g.nvlink_domain, rack ? 72 : 0);
+    EXPECT_EQ(g.sources.size(), std::size(fields) + (rack ? 1 : 0));
+    if (rack) EXPECT_GT(g.sources.at("nvlink_domain").size(), 10u);
     for (const char* f : fields) {
       auto it = g.sources.find(f);
       ASSERT_NE(it, g.sources.end()) << f;
@@ -226,6 +233,31 @@ TEST(HardwareCatalog, MissingKeyAndMissingSourceAreNamed) {
     t.copy_edited("l40s.yaml", "  kernel_floor: \"aiconfigurator", "  kernel_flor: \"aiconfigurator");
     std::string msg = input_error([&] { load_hardware_catalog(t.dir()); });
     EXPECT_NE(msg.find("l40s.yaml: sources: missing key 'kernel_floor'"), std::string::npos) << msg;
+  }
+}
+
+TEST(HardwareCatalog, AnNvlinkDomainIsAWholeGpuCountWithASource) {
+  const std::string source = "  pcie_bandwidth: \"aiconfigurator h200";
+  for (const auto& [value, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"72.5", "nvlink_domain: must be a whole number of GPUs from 2 to 1048576 (got '72.5')"},
+           {"1", "nvlink_domain: must be a whole number of GPUs from 2 to 1048576 (got '1')"},
+           {"rack", "nvlink_domain: must be a whole number of GPUs from 2 to 1048576 (got 'rack')"}}) {
+    TempCatalog t;
+    t.copy_edited("h200.yaml", "pcie_bandwidth: 64GB/s\n", "pcie_bandwidth: 64GB/s\nnvlink_domain: " + value + "\n");
+    const std::string msg = input_error([&] { load_hardware_catalog(t.dir()); });
+    EXPECT_NE(msg.find("h200.yaml: " + expected), std::string::npos) << msg;
+  }
+  {
+    TempCatalog t;  // a domain needs its source like every other number
+    t.copy_edited("h200.yaml", "pcie_bandwidth: 64GB/s\n", "pcie_bandwidth: 64GB/s\nnvlink_domain: 16\n");
+    const std::string msg = input_error([&] { load_hardware_catalog(t.dir()); });
+    EXPECT_NE(msg.find("h200.yaml: sources: missing key 'nvlink_domain'"), std::string::npos) << msg;
+  }
+  {
+    TempCatalog t;  // and an NVLink to span
+    t.copy_edited("l40s.yaml", "pcie_bandwidth: 32GB/s\n", "pcie_bandwidth: 32GB/s\nnvlink_domain: 8\n");
+    const std::string msg = input_error([&] { load_hardware_catalog(t.dir()); });
+    EXPECT_NE(msg.find("l40s.yaml: nvlink_domain: needs nvlink_bandwidth"), std::string::npos) << msg;
   }
 }
 
