@@ -127,6 +127,9 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
     p.tp = static_cast<int>(positive_int(c_tp, kMaxTp));
     p.isl = positive_int(c_isl);
     p.osl = positive_int(c_osl);
+    if (p.osl < 2)  // TPOT is the mean gap between output tokens: one token has none
+      throw InputError(f.where(r, c_osl) + ": must be >= 2 (got 1): a point with one output token has no TPOT to " +
+                       "compare with its tpot_ms");
     p.concurrency = static_cast<int>(positive_int(c_conc, kMaxConcurrency));
     p.ttft_ms = positive(c_ttft);
     p.tpot_ms = positive(c_tpot);

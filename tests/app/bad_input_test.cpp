@@ -235,7 +235,7 @@ TEST_F(BadInput, ValidateRejectedPointIsExcludedAndReported) {
 }
 
 TEST_F(BadInput, ValidateConcurrencyBoundOnBothSides) {
-  const std::string head = "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms\nmodels/qwen3-8b.json,h100-sxm,1,100,1,";
+  const std::string head = "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms\nmodels/qwen3-8b.json,h100-sxm,1,100,2,";
   expect_error(run_kvsim("validate " + write("c.csv", head + "1000001,10,5\n")),
                {"c.csv:2", "concurrency", "must be <= 1000000 (got 1000001)"});
 }
