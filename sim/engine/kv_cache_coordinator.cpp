@@ -127,7 +127,9 @@ void KvCacheCoordinator::find_longest_cache_hit(std::span<const uint64_t> hashes
 
 bool KvCacheCoordinator::allocate_slots(int slot, int64_t num_computed, int64_t num_new_tokens, const CacheHit* hit,
                                         int64_t full_sequence_tokens, int64_t reserve) {
-  KVSIM_CHECK(num_new_tokens > 0, "allocate_slots with " << num_new_tokens << " new tokens");
+  // 0 new tokens only to pin a prefix hit (a pull with nothing external, scheduler.cpp).
+  KVSIM_CHECK(num_new_tokens > 0 || (num_new_tokens == 0 && hit != nullptr && hit->num_tokens > 0),
+              "allocate_slots with " << num_new_tokens << " new tokens");
   // A running request of a full-attention-only layout whose blocks already cover the step (a decode
   // step inside a block): nothing to skip, count or allocate; the general path would find 0 needed.
   if (all_full_attention_ && hit == nullptr) {

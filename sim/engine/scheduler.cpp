@@ -452,7 +452,12 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       const int64_t upto = kv_.has_state() ? r.num_tokens - 1 : r.num_tokens;
       const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
       const int64_t full = config_.scheduler_reserve_full_isl ? r.num_tokens : 0;
-      if (!kv_.allocate_slots(slot, 0, std::max<int64_t>(upto - hit_.num_tokens, 0), &hit_, full, reserve)) break;
+      // Nothing external (a Mamba model's 1-token prompt, or a local hit of the N - 1 tokens): vLLM
+      // computes the rest locally and still notifies the prefill side to free; kvsim keeps the request
+      // on the pull path, whose 0-byte message does that, and computes the last token after it. The hit,
+      // if any, is pinned meanwhile.
+      const int64_t external = std::max<int64_t>(upto - hit_.num_tokens, 0);
+      if ((external > 0 || hit_.num_tokens > 0) && !kv_.allocate_slots(slot, 0, external, &hit_, full, reserve)) break;
       waiting_pop_front();
       r.status = RequestStatus::kWaitingForRemoteKvs;
       ++remote_waiting_;
