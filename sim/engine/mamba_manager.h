@@ -62,7 +62,9 @@ class MambaManager final : public SingleTypeManagerBase {
   void new_step();
 
  protected:
-  int64_t num_skipped_tokens(int64_t n) const override { return mode_ == MambaCacheMode::kNone ? 0 : n - 1; }
+  // vLLM's n - 1, never below 0: nothing computed yet skips nothing (-1 // block_size would be a negative
+  // block count at block size 1, the default of kind sglang).
+  int64_t num_skipped_tokens(int64_t n) const override { return mode_ == MambaCacheMode::kNone || n <= 0 ? 0 : n - 1; }
 
  private:
   struct Extra {
@@ -80,7 +82,7 @@ class MambaManager final : public SingleTypeManagerBase {
   MambaCacheMode mode_;
   int64_t retention_;
   std::vector<Extra> extra_;
-  std::vector<uint8_t> cached_this_step_;  // per block id
+  std::vector<uint8_t> cached_this_step_;  // per block id, grown to the highest id marked
   std::vector<BlockId> marked_;
 };
 

@@ -6,6 +6,7 @@
 
 namespace kvsim {
 namespace {
+using testing::config_for;
 using testing::hybrid_layout;
 using testing::HybridOutcome;
 using testing::issue45238_config;
@@ -212,6 +213,20 @@ TEST(HybridConnector, PartialHybridHitsKeepAttentionAndRecomputeFromTheLastState
   // Request 2 shares request 1's two attention blocks: it takes 5 - 2 = 3 new ones.
   ASSERT_GE(r.held.size(), 4u);
   EXPECT_EQ(r.held[3].at(2)[0], 3);  // after its first chunk (1584 = 3 blocks, 2 of them shared)
+}
+
+TEST(HybridAlign, BlockSize1StartsARequestWithNothingSkipped) {
+  // Block size 1 (SGLang's default page, kind sglang): a request with nothing computed skips max(0 - 1, 0)
+  // = 0 tokens, so its table starts empty and a 2-token prompt takes 2 attention blocks. (vLLM's n - 1
+  // unclamped made that -1 blocks: -1 / 1, where larger blocks truncated it to 0.)
+  EngineConfig c = config_for(hybrid_layout(1, 1000, 1));
+  c.mamba_cache_mode = MambaCacheMode::kAlign;
+  HybridOutcome r;
+  simulate_hybrid(c, {make_request(1, 0, {text(3, 2)}, 2), make_request(2, 0, {text(3, 2)}, 2)}, r, 0, true);
+  ASSERT_EQ(r.sink.requests.size(), 2u);
+  for (const auto& [id, rec] : r.sink.requests) EXPECT_EQ(rec.output_tokens, 2) << id;
+  ASSERT_FALSE(r.held.empty());
+  EXPECT_EQ(r.held[0].at(1)[0], 2);
 }
 
 }  // namespace
