@@ -1,5 +1,7 @@
 #include "sim/engine/block_pool.h"
 
+#include <algorithm>
+
 #include "sim/core/check.h"
 #include "sim/engine/hash_mix.h"
 
@@ -9,12 +11,25 @@ uint64_t cache_key(uint64_t block_hash, int group) {
   return group == 0 ? block_hash : avalanche64(block_hash ^ (static_cast<uint64_t>(group) * kMixP1));
 }
 
-BlockHashIndex::BlockHashIndex(int64_t max_entries) {
+BlockHashIndex::BlockHashIndex(int64_t initial_entries) {
   int bits = 4;
-  while ((int64_t{1} << bits) < 2 * max_entries) ++bits;
+  while ((int64_t{1} << bits) < 2 * initial_entries) ++bits;
   slots_.assign(size_t{1} << bits, Entry{});
   mask_ = slots_.size() - 1;
   shift_ = 64 - bits;
+}
+
+void BlockHashIndex::resize(int bits) {
+  std::vector<Entry> old(size_t{1} << bits, Entry{});
+  old.swap(slots_);
+  mask_ = slots_.size() - 1;
+  shift_ = 64 - bits;
+  for (const Entry& e : old) {
+    if (e.head == kNoBlock) continue;
+    size_t i = home(e.key);
+    while (slots_[i].head != kNoBlock) i = (i + 1) & mask_;
+    slots_[i] = e;
+  }
 }
 
 BlockHashIndex::Entry* BlockHashIndex::find(uint64_t key) {
@@ -30,10 +45,12 @@ const BlockHashIndex::Entry* BlockHashIndex::find(uint64_t key) const {
 }
 
 BlockHashIndex::Entry& BlockHashIndex::find_or_insert(uint64_t key) {
+  if (2 * (size_ + 1) > std::ssize(slots_)) resize(64 - shift_ + 1);  // at most half full
   for (size_t i = home(key);; i = (i + 1) & mask_) {
     Entry& e = slots_[i];
     if (e.head == kNoBlock) {
       e.key = key;
+      ++size_;
       return e;
     }
     if (e.key == key) return e;
@@ -54,21 +71,31 @@ void BlockHashIndex::erase(Entry* e) {
     i = j;
   }
   slots_[i] = Entry{};
+  --size_;
 }
 
+// The index starts small and doubles as blocks are hashed (at most as many entries as handed-out blocks).
+constexpr int64_t kInitialIndexEntries = 1024;
+
 BlockPool::BlockPool(int64_t num_blocks, bool enable_caching)
-    : enable_caching_(enable_caching), cached_(enable_caching ? num_blocks : 1) {
+    : enable_caching_(enable_caching), cached_(enable_caching ? std::min(num_blocks, kInitialIndexEntries) : 1) {
   KVSIM_CHECK(num_blocks >= 2 && num_blocks < (int64_t{1} << 31), "pool needs 2..2^31 - 1 blocks, got " << num_blocks);
-  const auto n = static_cast<size_t>(num_blocks);
-  sentinel_ = static_cast<BlockId>(num_blocks);
   num_blocks_ = num_blocks;
-  meta_.assign(n + 1, Meta{});
-  links_.assign(n + 1, Link{});
-  links_[n].prev = links_[n].next = sentinel_;
-  // Block 0 is the null block: never in the queue.
-  for (BlockId b = 1; b < sentinel_; ++b) link_before(b, sentinel_);
-  num_free_ = num_blocks - 1;
+  // Block 0 is the null block: never in the queue (its node is the sentinel). The queue starts as the
+  // never-used run 1 .. N - 1 alone.
+  meta_.assign(1, Meta{});
   meta_[0].ref_cnt = 1;
+  links_.assign(2, Link{});
+  links_[node(kSentinel)].prev = links_[node(kSentinel)].next = kSentinel;
+  link_before(kMarker, kSentinel);
+  num_free_ = num_blocks - 1;
+}
+
+void BlockPool::materialise(BlockId end) {
+  if (end <= fresh_) return;
+  meta_.resize(static_cast<size_t>(end), Meta{});
+  links_.resize(node(end), Link{});
+  fresh_ = end;
 }
 
 double BlockPool::usage() const {
@@ -76,19 +103,19 @@ double BlockPool::usage() const {
 }
 
 void BlockPool::unlink(BlockId b) {
-  const auto i = static_cast<size_t>(b);
-  links_[static_cast<size_t>(links_[i].prev)].next = links_[i].next;
-  links_[static_cast<size_t>(links_[i].next)].prev = links_[i].prev;
-  links_[i].prev = links_[i].next = kNoBlock;
+  const size_t i = node(b);
+  links_[node(links_[i].prev)].next = links_[i].next;
+  links_[node(links_[i].next)].prev = links_[i].prev;
+  links_[i].prev = links_[i].next = kNotQueued;
 }
 
 void BlockPool::link_before(BlockId b, BlockId at) {
-  const auto i = static_cast<size_t>(b);
-  const BlockId p = links_[static_cast<size_t>(at)].prev;
+  const size_t i = node(b);
+  const BlockId p = links_[node(at)].prev;
   links_[i].prev = p;
   links_[i].next = at;
-  links_[static_cast<size_t>(p)].next = b;
-  links_[static_cast<size_t>(at)].prev = b;
+  links_[node(p)].next = b;
+  links_[node(at)].prev = b;
 }
 
 void BlockPool::unindex(BlockId b) {
@@ -141,12 +168,21 @@ void BlockPool::get_new_blocks(int64_t n, std::vector<BlockId>& out) {
   // Two passes: the first walks the queue's links (a compact array) and prefetches each block's
   // record; the second pops the same blocks in the same order, prefetching the index slot of the hash
   // of the block a few places ahead, so the misses on records and on the index overlap.
+  // At the marker the never-used run gives its next ids, in order, until it runs out.
   popped_.clear();
-  for (BlockId b = links_[static_cast<size_t>(sentinel_)].next; std::ssize(popped_) < n;
-       b = links_[static_cast<size_t>(b)].next) {
+  for (BlockId b = links_[node(kSentinel)].next; std::ssize(popped_) < n; b = links_[node(b)].next) {
+    if (b == kMarker) {
+      const int64_t take = std::min<int64_t>(n - std::ssize(popped_), num_blocks_ - fresh_);
+      for (int64_t k = 0; k < take; ++k) popped_.push_back(static_cast<BlockId>(fresh_ + k));
+      continue;
+    }
     __builtin_prefetch(&meta_[static_cast<size_t>(b)], 1);
     popped_.push_back(b);
   }
+  BlockId end = fresh_;
+  for (BlockId b : popped_) end = std::max(end, static_cast<BlockId>(b + 1));
+  const BlockId first_new = fresh_;
+  materialise(end);
   constexpr int64_t kAhead = 4;
   for (int64_t j = 0; j < n; ++j) {
     if (enable_caching_ && j + kAhead < n) {
@@ -154,7 +190,7 @@ void BlockPool::get_new_blocks(int64_t n, std::vector<BlockId>& out) {
       if (a.has_key) cached_.prefetch(a.key);
     }
     const BlockId b = popped_[static_cast<size_t>(j)];
-    unlink(b);
+    if (b < first_new) unlink(b);  // a never-used block was in the run, not linked
     const auto i = static_cast<size_t>(b);
     if (meta_[i].has_key) {
       evict(b);
@@ -200,13 +236,13 @@ void BlockPool::free_blocks(std::span<const BlockId> ordered) {
     if (--meta_[i].ref_cnt != 0) continue;
     ++num_free_;
     if (meta_[i].has_key) {
-      link_before(b, sentinel_);
+      link_before(b, kSentinel);
       ++num_cached_free_;
     } else {
       scratch_.push_back(b);
     }
   }
-  const BlockId front = links_[static_cast<size_t>(sentinel_)].next;
+  const BlockId front = links_[node(kSentinel)].next;  // the marker, while it leads: before the run
   for (BlockId b : scratch_) link_before(b, front);
 }
 
@@ -227,11 +263,21 @@ void BlockPool::cache_block(BlockId b, uint64_t key) {
   }
 }
 
+std::vector<BlockId> BlockPool::linked_free_blocks() const {
+  std::vector<BlockId> out;
+  for (BlockId b = links_[node(kSentinel)].next; b != kSentinel; b = links_[node(b)].next)
+    if (b != kMarker) out.push_back(b);
+  return out;
+}
+
 std::vector<BlockId> BlockPool::free_queue() const {
   std::vector<BlockId> out;
-  for (BlockId b = links_[static_cast<size_t>(sentinel_)].next; b != sentinel_;
-       b = links_[static_cast<size_t>(b)].next) {
-    out.push_back(b);
+  for (BlockId b = links_[node(kSentinel)].next; b != kSentinel; b = links_[node(b)].next) {
+    if (b == kMarker) {
+      for (int64_t f = fresh_; f < num_blocks_; ++f) out.push_back(static_cast<BlockId>(f));
+    } else {
+      out.push_back(b);
+    }
   }
   return out;
 }

@@ -393,25 +393,31 @@ int64_t EngineInstance::cached_prefix_blocks(std::span<const uint64_t> hashes) c
 void EngineInstance::check_invariants() const {
   const KvCacheCoordinator& kv = scheduler_.kv();
   const BlockPool& pool = kv.pool();
-  std::vector<int32_t> uses(static_cast<size_t>(pool.num_blocks()), 0);
+  // Blocks never handed out (the pool's never-used run) are free and unreferenced by construction: the
+  // checks walk the blocks handed out, which every held block is one of.
+  const int64_t handed_out = pool.num_materialised_blocks();
+  std::vector<int32_t> uses(static_cast<size_t>(handed_out) + 1, 0);
   for (int slot : scheduler_.live_slots()) {
     for (int g = 0; g < kv.num_groups(); ++g) {
       for (BlockId b : kv.manager(g).blocks(slot)) {
-        if (b != kNullBlock) ++uses[static_cast<size_t>(b)];
+        if (b == kNullBlock) continue;
+        KVSIM_CHECK(b <= handed_out, "slot " << slot << " holds block " << b << ", never handed out");
+        ++uses[static_cast<size_t>(b)];
       }
     }
   }
   int64_t used = 0;
-  for (BlockId b = 1; b < pool.num_blocks(); ++b) {
+  for (BlockId b = 1; b <= handed_out; ++b) {
     const int32_t u = uses[static_cast<size_t>(b)];
     KVSIM_CHECK(pool.ref_cnt(b) == u, "block " << b << " ref_cnt " << pool.ref_cnt(b) << " but " << u << " uses");
     KVSIM_CHECK((u == 0) == pool.in_free_queue(b), "block " << b << " free-queue membership wrong");
     used += u > 0;
   }
-  const auto queue = pool.free_queue();
-  KVSIM_CHECK(std::ssize(queue) == pool.num_free_blocks(), "free queue length " << queue.size() << " != counter");
-  KVSIM_CHECK(std::ssize(queue) + used == pool.num_usable_blocks(),
-              "free " << queue.size() << " + used " << used << " != " << pool.num_usable_blocks());
+  const auto queue = pool.linked_free_blocks();
+  const int64_t free = std::ssize(queue) + pool.num_usable_blocks() - handed_out;
+  KVSIM_CHECK(free == pool.num_free_blocks(), "free queue length " << free << " != counter");
+  KVSIM_CHECK(free + used == pool.num_usable_blocks(),
+              "free " << free << " + used " << used << " != " << pool.num_usable_blocks());
   int64_t cached_free = 0;
   for (BlockId b : queue) cached_free += pool.has_hash(b);
   KVSIM_CHECK(cached_free == pool.num_cached_free_blocks(), "cached-free counter wrong");

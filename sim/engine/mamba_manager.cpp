@@ -23,10 +23,7 @@ const char* mamba_cache_mode_name(MambaCacheMode m) {
 
 MambaManager::MambaManager(BlockPool& pool, int group_id, int block_size, MambaCacheMode mode,
                            int64_t retention_interval)
-    : SingleTypeManagerBase(pool, group_id, block_size),
-      mode_(mode),
-      retention_(retention_interval),
-      cached_this_step_(static_cast<size_t>(pool.num_blocks()), 0) {}
+    : SingleTypeManagerBase(pool, group_id, block_size), mode_(mode), retention_(retention_interval) {}
 
 MambaManager::Extra& MambaManager::extra(int slot) {
   if (static_cast<size_t>(slot) >= extra_.size()) extra_.resize(static_cast<size_t>(slot) + 1);
@@ -76,6 +73,8 @@ int64_t MambaManager::cache_partial_tail(int slot, std::span<const uint64_t> fin
 }
 
 void MambaManager::mark_cached_this_step(BlockId b) {
+  // Grown on demand, like the pool's records: ids up to the blocks handed out.
+  if (std::ssize(cached_this_step_) <= b) cached_this_step_.resize(static_cast<size_t>(b) + 1, 0);
   if (cached_this_step_[static_cast<size_t>(b)] != 0) return;
   cached_this_step_[static_cast<size_t>(b)] = 1;
   marked_.push_back(b);
@@ -107,7 +106,8 @@ int64_t MambaManager::num_blocks_to_allocate(int slot, int64_t num_tokens, std::
     if (b == kNullBlock) continue;
     // vLLM: a state cached by another request in this step is not reusable yet; asking for more
     // blocks than exist defers the request to the next step.
-    if (cached_this_step_[static_cast<size_t>(b)] != 0) return pool_.num_blocks() + 1;
+    if (b < std::ssize(cached_this_step_) && cached_this_step_[static_cast<size_t>(b)] != 0)
+      return pool_.num_blocks() + 1;
     evictable += pool_.ref_cnt(b) == 0;
   }
   if (mode_ == MambaCacheMode::kAll)

@@ -91,5 +91,48 @@ TEST(BlockPool, SameHashInTwoBlocksIsKeptAndLookupReturnsTheFirst) {
   EXPECT_EQ(pool.get_cached_block(9), 2);
 }
 
+TEST(BlockPool, NeverUsedBlocksStayOneRunInTheQueueAndCostNothing) {
+  // A pool of 2^30 blocks (an SGLang page-1 pool is ~3.3e7) keeps records only for the blocks handed out.
+  BlockPool big(int64_t{1} << 30, true);
+  EXPECT_EQ(big.num_free_blocks(), (int64_t{1} << 30) - 1);
+  EXPECT_EQ(big.num_materialised_blocks(), 0);
+  std::vector<BlockId> got;
+  big.get_new_blocks(3, got);
+  EXPECT_EQ(got, (std::vector<BlockId>{1, 2, 3}));
+  EXPECT_EQ(big.num_materialised_blocks(), 3);
+  EXPECT_TRUE(big.in_free_queue(1 << 29));
+  EXPECT_EQ(big.ref_cnt(1 << 29), 0);
+  // vLLM's order around the run: an unhashed free goes before it, a hashed one after it.
+  BlockPool pool(8, true);  // usable 1..7
+  std::vector<BlockId> three;
+  pool.get_new_blocks(3, three);  // 1, 2, 3; queue [4..7]
+  pool.cache_block(3, 33);
+  const std::vector<BlockId> hashed{3}, plain{1};
+  pool.free_blocks(hashed);  // appended: [4, 5, 6, 7, 3]
+  pool.free_blocks(plain);   // prepended: [1, 4, 5, 6, 7, 3]
+  EXPECT_EQ(pool.free_queue(), (std::vector<BlockId>{1, 4, 5, 6, 7, 3}));
+  std::vector<BlockId> next;
+  pool.get_new_blocks(6, next);  // 1, then the run 4..7, then 3 (evicting its hash)
+  EXPECT_EQ(next, (std::vector<BlockId>{1, 4, 5, 6, 7, 3}));
+  EXPECT_EQ(pool.evictions(), 1);
+  EXPECT_EQ(pool.get_cached_block(33), kNoBlock);
+  EXPECT_EQ(pool.num_materialised_blocks(), 7);
+}
+
+TEST(BlockHashIndex, GrowsPastItsFirstSizeAndKeepsEveryKey) {
+  BlockHashIndex index(4);  // 16 slots at first
+  for (uint64_t k = 1; k <= 5000; ++k) index.find_or_insert(k * 7919).head = static_cast<BlockId>(k);
+  for (uint64_t k = 1; k <= 5000; k += 2) index.erase(index.find(k * 7919));
+  for (uint64_t k = 1; k <= 5000; ++k) {
+    const BlockHashIndex::Entry* e = index.find(k * 7919);
+    if (k % 2 == 1) {
+      EXPECT_EQ(e, nullptr) << k;
+    } else {
+      ASSERT_NE(e, nullptr) << k;
+      EXPECT_EQ(e->head, static_cast<BlockId>(k));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvsim
