@@ -27,7 +27,7 @@ void check_engine_startup(const EngineConfig& c, const EngineSettings& e, const 
   throw InputError(key + ": the KV cache has " + std::to_string(usable) + " usable blocks of " +
                    std::to_string(c.layout.block_size) + " tokens, one request of max_model_len " +
                    std::to_string(c.max_model_len) + " tokens needs " + std::to_string(needed) +
-                   " (vLLM refuses this at start-up); " +
+                   (vllm ? " (vLLM refuses this at start-up); " : "; ") +
                    (e.num_gpu_blocks ? "raise it" : "give the KV cache more memory") + " or lower " + where.engine_key +
                    ".max_model_len");
 }

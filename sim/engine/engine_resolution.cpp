@@ -143,11 +143,25 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   if (e.num_gpu_blocks) {
     c.layout.num_blocks = *e.num_gpu_blocks;  // vLLM num_gpu_blocks_override
   } else if (c.layout.num_blocks < 2) {
-    throw InputError(where.file + ": " + where.gpu_key + ": " + model.name + " does not fit on " + gpu.name + " (" +
-                     format_bytes(gpu.memory_bytes) + "): weights " + format_bytes(weights_per_gpu) +
-                     " per GPU at tensor_parallel_size " + std::to_string(par.tp) + ", reserve " +
-                     format_bytes(mb.reserve) + ", engine share " + format_bytes(mb.engine_share) +
-                     " leave no room for the KV cache");
+    // The key to blame: the memory fraction the user set, when the whole GPU would have held a KV cache;
+    // else the GPU (too small for these weights at this layout).
+    MemoryRule whole = rule;
+    whole.fraction = 1.0;
+    const bool fraction_to_blame =
+        e.gpu_memory_utilization.has_value() && kv_memory(gpu.memory_bytes, weights_per_gpu, whole).kv_available > 0;
+    const std::string fraction = std::to_string(rule.fraction).substr(0, 4);
+    // TensorRT-LLM's fraction applies to what is free after the weights and the reserve; the others' to
+    // the whole GPU, the weights and the reserve inside it (sizing.cpp kv_memory).
+    const std::string share = kind == EngineKind::kTrtllm
+                                  ? "leave " + format_bytes(std::max<int64_t>(mb.engine_share, 0)) +
+                                        " free, of which the KV cache gets gpu_memory_utilization " + fraction
+                                  : "do not fit in the engine's share " + format_bytes(mb.engine_share) +
+                                        " (gpu_memory_utilization " + fraction + ")";
+    throw InputError(
+        where.file + ": " + (fraction_to_blame ? where.engine_key + ".gpu_memory_utilization" : where.gpu_key) + ": " +
+        model.name + " does not fit on " + gpu.name + " (" + format_bytes(gpu.memory_bytes) + "): weights " +
+        format_bytes(weights_per_gpu) + " per GPU at tensor_parallel_size " + std::to_string(par.tp) + " and reserve " +
+        format_bytes(mb.reserve) + " " + share + ", leaving no room for the KV cache");
   }
   // vllm/engine/arg_utils.py get_batch_defaults for `vllm serve`: >= 160 GiB: 16384 / 1024;
   // >= 70 GiB and not A100: 8192 / 1024; otherwise 2048 / 256.

@@ -91,7 +91,7 @@ TEST(ClusterScenario, BadInputNamesTheFileAndKeyPath) {
        "c.yaml: cluster.pools[1].engine.max_num_seq: unknown key"},
       {pools("{name: a, instances: 1, gpu: h900}"), "c.yaml: cluster.pools[0].gpu: unknown GPU 'h900'"},
       {pools("{name: a, instances: 1}, {name: b, instances: 1, gpu: l40s, engine: {gpu_memory_utilization: 0.1}}"),
-       "c.yaml: cluster.pools[1].gpu: qwen3-8b does not fit on l40s"},
+       "c.yaml: cluster.pools[1].engine.gpu_memory_utilization: qwen3-8b does not fit on l40s"},
       {pools("{name: a, instances: 1, role: decode}"), "c.yaml: cluster.pools: decode pools need a prefill pool"},
       {pools("{name: a, instances: 1}, {name: a, instances: 1}"), "c.yaml: cluster.pools[1].name: duplicate pool name"},
       {pools("{name: a, instances: 1}") + "  router: {policy: round_robin, precise: true}\n",
