@@ -256,7 +256,9 @@ KvOffloadSettings read_kv_offload(const Reader& r, const YAML::Node& n, const st
     r.fail(k("backend"), "must be native or lmcache (got " + quote_for_message(o.backend) + ")");
   if (!n["tiers"]) r.fail(k("tiers"), "missing (a list of {tier, size})");
   const YAML::Node tiers = n["tiers"];
-  if (!tiers.IsSequence() || tiers.size() == 0) r.fail(k("tiers"), "must be a non-empty list of {tier, size}");
+  if (!tiers.IsSequence() || tiers.size() == 0)
+    r.fail(k("tiers"), std::string("must be a non-empty list of {tier, size}") +
+                           (tiers.IsScalar() ? " (got a string: in a YAML file write the list itself, unquoted)" : ""));
   for (size_t i = 0; i < tiers.size(); ++i) {
     const std::string w = k("tiers[" + std::to_string(i) + "]");
     const YAML::Node t = tiers[i];
