@@ -306,19 +306,19 @@ namespace {
 TEST(Disagg, AHybridPromptWithNothingToPullIsComputedOnTheDecodeSide) {
   // A Mamba-style hybrid pulls N - 1 tokens (vLLM _get_remote_prefill_token_count). A 1-token prompt has
   // none: the pull is a 0-byte message that frees the prefill side, and the decode side computes the token.
-  const std::string text = R"(
-model: models/qwen3.5-4b.json
-gpu: h100-sxm
-workload:
-  synthetic: {kind: poisson, rate: 10, num_requests: 3, input_tokens: 1, output_tokens: 2}
+  const std::string pd = R"(
 cluster:
   topology: hgx-h100-1node
   pools:
     - {name: p, role: prefill, instances: 1}
     - {name: d, role: decode, instances: 1}
   disaggregation: {decider: always}
+model: models/qwen3.5-4b.json
+gpu: h100-sxm
 )";
-  const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
+  const SimulationResult r = run_simulation(parse_scenario(
+      pd + "workload:\n  synthetic: {kind: poisson, rate: 10, num_requests: 3, input_tokens: 1, output_tokens: 2}\n",
+      "d.yaml"));
   EXPECT_EQ(r.summary.requests.finished, 3);
   EXPECT_EQ(r.summary.disaggregation.requests, 3);
   EXPECT_DOUBLE_EQ(r.summary.disaggregation.bytes, 0.0);
@@ -329,20 +329,10 @@ cluster:
   }
   // The same when the decode side's own hit already covers the N - 1 tokens: a 751-token prompt whose
   // 750-token prefix the second request finds locally (prefix_match_unit 2 matches it to the token).
-  const std::string shared = R"(
-model: models/qwen3.5-4b.json
-gpu: h100-sxm
-engine: {prefix_match_unit: 2}
-workload:
-  synthetic: {kind: shared_prefix, requests_per_group: 2, prefix_tokens: 750, suffix_tokens: 1, concurrency: 1}
-cluster:
-  topology: hgx-h100-1node
-  pools:
-    - {name: p, role: prefill, instances: 1}
-    - {name: d, role: decode, instances: 1}
-  disaggregation: {decider: always}
-)";
-  const SimulationResult h = run_simulation(parse_scenario(shared, "d.yaml"));
+  const SimulationResult h = run_simulation(
+      parse_scenario(pd + "engine: {prefix_match_unit: 2}\nworkload:\n  synthetic: {kind: shared_prefix, "
+                          "requests_per_group: 2, prefix_tokens: 750, suffix_tokens: 1, concurrency: 1}\n",
+                     "d.yaml"));
   EXPECT_EQ(h.summary.requests.finished, 2);
 }
 
