@@ -147,7 +147,8 @@ TraceConfig read_trace(const Reader& r, const YAML::Node& n, const std::string& 
   if (n["limit"]) t.limit = r.integer(n["limit"], where + ".limit", 0);
   if (n["time_scale"]) t.time_scale = r.number(n["time_scale"], where + ".time_scale");
   if (n["skip_bad_lines"]) t.skip_bad_lines = r.boolean(n["skip_bad_lines"], where + ".skip_bad_lines");
-  if (n["max_tokens"]) t.max_tokens = r.integer(n["max_tokens"], where + ".max_tokens", 1);
+  // 2^40 tokens: far beyond any context, and sums of a request's token counts stay far from int64's end.
+  if (n["max_tokens"]) t.max_tokens = r.integer(n["max_tokens"], where + ".max_tokens", 1, int64_t{1} << 40);
   return t;
 }
 

@@ -119,5 +119,18 @@ TEST(TraceStreaming, LimitStopsBeforeABadLineIsRead) {
   EXPECT_EQ(test::source_error(w), "");
 }
 
+TEST(TraceErrors, SegmentsAddingUpPastMaxTokensAreRefusedWithoutWrapping) {
+  // Four segments of 2^62 tokens and one of 100: their int64 sum wraps to 100, which was replayed as a
+  // 100-token prompt. Each segment is below a max_tokens of 2^63 - 1, but the prompt is not.
+  auto w = trace_workload("native", "native_segments_wrap.jsonl");
+  w.trace->max_tokens = INT64_MAX;  // the scenario key stops at 2^40; the reader must not rely on it
+  EXPECT_TRUE(contains(test::source_error(w), ":1: prompt of more than max_tokens 9223372036854775807 tokens"));
+  // Two segments of 600 under max_tokens 1,000: each passes, the prompt does not.
+  auto two = trace_workload("native", "native_segments_sum.jsonl");
+  two.trace->max_tokens = 1000;
+  const std::string msg = test::source_error(two);
+  EXPECT_TRUE(contains(msg, ":1: prompt of more than max_tokens 1000 tokens")) << msg;
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -33,11 +33,13 @@ std::optional<RequestSpec> TraceReader::next() {
     TraceRecord rec;
     try {
       if (!parse_line(line, RequestId(emitted_), rec)) continue;
+      // Summed against the bound as it goes: segments each below max_tokens can still add up past
+      // int64 (a trace's max_tokens may be large), and a wrapped sum would replay a tiny prompt.
       int64_t total = 0;
-      for (const Segment& s : rec.spec.prompt) total += s.tokens;
-      if (total > config_.max_tokens) {
-        throw BadLine("prompt of " + std::to_string(total) + " tokens exceeds max_tokens " +
-                      std::to_string(config_.max_tokens));
+      for (const Segment& s : rec.spec.prompt) {
+        if (s.tokens > config_.max_tokens - total)
+          throw BadLine("prompt of more than max_tokens " + std::to_string(config_.max_tokens) + " tokens");
+        total += s.tokens;
       }
       if (total < 1) throw BadLine("empty prompt");
       rec.spec.prompt_tokens = total;
