@@ -151,6 +151,37 @@ EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model) {
   return cfg;
 }
 
+namespace {
+
+// One pool's engine on its GPU, with the checks a run makes before it simulates anything (the
+// offload chunk, vLLM's start-up refusal, SGLang's scheduler in a P/D cluster).
+EngineConfig resolve_pool(const Scenario& s, const PoolSettings& p, const ModelSpec& model, const HardwareCatalog& hw) {
+  const ResolveContext where = pool_context(s, p);
+  const GpuSpec& gpu = lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key);
+  EngineConfig cfg = resolve_engine_config(p.engine, model, gpu, where);
+  cfg.kv_offload =
+      resolve_kv_offload(p.engine.kv_offload, cfg.layout, p.engine.tensor_parallel_size,
+                         p.engine.pipeline_parallel_size, cfg.enable_prefix_caching, hw, s.path, where.engine_key);
+  if (cfg.kv_offload.enabled && cfg.kv_offload.chunk_tokens > cfg.max_model_len)
+    throw InputError(s.path + ": " + where.engine_key + ".kv_offload.chunk_tokens: " +
+                     std::to_string(cfg.kv_offload.chunk_tokens) + " tokens is longer than max_model_len " +
+                     std::to_string(cfg.max_model_len) + ": no chunk could ever fill, so nothing would be stored");
+  check_engine_startup(cfg, p.engine, where);
+  if (s.cluster.disaggregated && cfg.step_policy == StepPolicy::kSglang)
+    throw InputError(s.path + ": " + where.engine_key +
+                     ".scheduler: SGLang's scheduler is not modelled in a disaggregated cluster (set scheduler: "
+                     "vllm; the P/D flow follows vLLM's NIXL connector)");
+  return cfg;
+}
+
+}  // namespace
+
+void check_scenario(const Scenario& s) {
+  const ModelSpec model = read_model_config(s.model);
+  const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
+  for (const PoolSettings& p : s.cluster.pools) resolve_pool(s, p, model, hw);
+}
+
 std::string latency_tables_dir(const std::string& hardware_dir) {
   std::filesystem::path p = std::filesystem::path(hardware_dir).lexically_normal();
   if (p.filename().empty()) p = p.parent_path();  // "models/hardware/"
@@ -179,19 +210,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     const PoolSettings& p = s.cluster.pools[pi];
     const ResolveContext where = pool_context(s, p);
     const GpuSpec& gpu = lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key);
-    EngineConfig cfg = resolve_engine_config(p.engine, res.model, gpu, where);
-    cfg.kv_offload =
-        resolve_kv_offload(p.engine.kv_offload, cfg.layout, p.engine.tensor_parallel_size,
-                           p.engine.pipeline_parallel_size, cfg.enable_prefix_caching, hw, s.path, where.engine_key);
-    if (cfg.kv_offload.enabled && cfg.kv_offload.chunk_tokens > cfg.max_model_len)
-      throw InputError(s.path + ": " + where.engine_key + ".kv_offload.chunk_tokens: " +
-                       std::to_string(cfg.kv_offload.chunk_tokens) + " tokens is longer than max_model_len " +
-                       std::to_string(cfg.max_model_len) + ": no chunk could ever fill, so nothing would be stored");
-    check_engine_startup(cfg, p.engine, where);
-    if (s.cluster.disaggregated && cfg.step_policy == StepPolicy::kSglang)
-      throw InputError(s.path + ": " + where.engine_key +
-                       ".scheduler: SGLang's scheduler is not modelled in a disaggregated cluster (set scheduler: "
-                       "vllm; the P/D flow follows vLLM's NIXL connector)");
+    EngineConfig cfg = resolve_pool(s, p, res.model, hw);
     LatencyModelSpec lm;
     lm.name = p.engine.latency_model;
     lm.tp = p.engine.tensor_parallel_size;

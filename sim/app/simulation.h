@@ -65,6 +65,11 @@ struct RunOptions {
 // the model does not fit on the GPU.
 EngineConfig resolve_engine_config(const Scenario& s, const ModelSpec& model);
 
+// What a run checks before it simulates: the model config, every pool's GPU in the catalog, its engine
+// resolved on it (the model fits, the settings hold) and its start-up checks. Throws InputError naming
+// the file and key. `kvsim sweep` runs it on every point before any point runs.
+void check_scenario(const Scenario& s);
+
 // The calibrated latency model's table folder for a hardware catalog folder: its sibling "latency"
 // (models/hardware -> models/latency).
 std::string latency_tables_dir(const std::string& hardware_dir);

@@ -30,15 +30,16 @@ const char* kSweepHelp =
     "  set       --set overrides applied to every point\n"
     "  axes      scenario key path -> list of values (engine.block_size: [16, 64, 256])\n"
     "  combine   grid (every combination, first axis slowest; default) | zip (the i-th value of each)\n"
-    "  variants  name -> list of --set strings: an outer axis 'variant'\n"
+    "  variants  name -> list of --set strings: an outer axis 'variant' (none may set an axis's key)\n"
     "  seeds     N: repeat every point N times, an inner axis 'repeat'\n"
     "  seed_key  point (default: each point's seed derives from the base seed and the point's key) |\n"
     "            repeat (from the repeat index alone: the same random draws at every point of a repeat)\n"
-    "\nEvery point is validated before any runs. The folder gets sweep.json, points/p<index>.json (one\n"
-    "per point, written atomically; a point whose file exists is skipped, so rerunning resumes), then\n"
-    "table.csv and table.h5 (one row per point, byte-identical however the points were spread) and\n"
-    "wall_times.csv. A failing point is recorded (points/p<index>.failed.json, error column) and the\n"
-    "others go on; the exit code is then 1.\n"
+    "\nEvery point is validated before any runs (its keys, its GPU, its engine resolved on it). The folder\n"
+    "gets sweep.json, points/p<index>.json (one per point, written atomically; a point whose file exists\n"
+    "is skipped, so rerunning resumes), then table.csv and table.h5 (one row per point, byte-identical\n"
+    "however the points were spread) and wall_times.csv. A point that fails when it runs (a trace that\n"
+    "cannot be read) is recorded (points/p<index>.failed.json, error column) and the others go on; the\n"
+    "exit code is then 1.\n"
     "\nAcross machines: `mpirun -n N kvsim sweep SWEEP.yaml` deals points round-robin to the ranks and\n"
     "rank 0 merges (an MPI build; as root add --allow-run-as-root, and --oversubscribe for more ranks\n"
     "than cores). Slurm arrays: --shard $SLURM_ARRAY_TASK_ID/N in each task, then kvsim sweep merge DIR.\n";
@@ -126,6 +127,16 @@ int run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   const std::vector<std::string> sets =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   const SweepPlan plan = plan_sweep(load_sweep_file(vm["sweep"].as<std::string>()), sets);
+  // Every point resolves before any runs: an unknown GPU on an axis, or a model that does not fit on
+  // one, is one line naming the point (exit 2), not a failed point after the others ran.
+  for (const SweepPoint& p : plan.points) {
+    try {
+      check_scenario(point_scenario(plan, p));
+    } catch (const InputError& e) {
+      throw InputError(plan.file.path + ": point " + std::to_string(p.index) + " (" + (p.key.empty() ? "base" : p.key) +
+                       "): " + e.what());
+    }
+  }
   if (vm.count("list")) {
     for (const SweepPoint& p : plan.points)
       out << p.index << "\t" << (p.key.empty() ? "base" : p.key) << "\tseed=" << p.seed << "\n";

@@ -69,6 +69,19 @@ SweepPlan plan_sweep(const SweepFile& file, const std::vector<std::string>& extr
     throw InputError(file.path + ": base: " + e.what());
   }
 
+  // A variant and an axis setting one key: the axis would win silently (its override comes later) and the
+  // row would carry the variant's name without its value.
+  const auto key_of = [](const std::string& set) { return set.substr(0, set.find('=')); };
+  const auto overlap = [](const std::string& a, const std::string& b) {
+    return a == b || a.starts_with(b + ".") || b.starts_with(a + ".");
+  };
+  for (const SweepVariant& v : file.variants)
+    for (const std::string& set : v.sets)
+      for (const SweepAxis& a : file.axes)
+        if (overlap(key_of(set), a.key))
+          throw InputError(file.path + ": variants." + v.name + ": sets " + key_of(set) + ", which the axis " + a.key +
+                           " also sets; set it in one place");
+
   if (!file.variants.empty()) plan.columns.push_back("variant");
   for (const SweepAxis& a : file.axes) plan.columns.push_back(a.key);
   if (file.seeds > 0) plan.columns.push_back("repeat");

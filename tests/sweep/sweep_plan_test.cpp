@@ -133,6 +133,15 @@ TEST(SweepPlan, AnInvalidPointNamesThePointAndKeyBeforeAnythingRuns) {
   EXPECT_NE(error_of(d, "base: base.yaml\nvariants: {a: [nonsense]}\n").find("variants.a[0]"), std::string::npos);
   const std::string v = error_of(d, "base: base.yaml\nvariants: {a: [], b: [engine.max_num_seqs=-1]}\n");
   EXPECT_NE(v.find("point 1 (variant=b)"), std::string::npos) << v;
+  // A variant and an axis on one key (or one inside the other): the axis would win without a word.
+  EXPECT_NE(error_of(d, "base: base.yaml\nvariants: {a: [engine.block_size=32]}\naxes: {engine.block_size: [16]}\n")
+                .find("s.yaml: variants.a: sets engine.block_size, which the axis engine.block_size also sets"),
+            std::string::npos);
+  EXPECT_NE(error_of(d,
+                     "base: base.yaml\nvariants: {a: [\"engine={block_size: 32}\"]}\n"
+                     "axes: {engine.max_num_seqs: [8]}\n")
+                .find("variants.a: sets engine, which the axis engine.max_num_seqs also sets"),
+            std::string::npos);
 }
 
 }  // namespace
