@@ -147,9 +147,8 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
     }
     const bool weight_column = c_weight_dtype && !f.text(r, *c_weight_dtype).empty();
     if (c_dtype && !f.text(r, *c_dtype).empty() && !weight_column) {  // weight_dtype, when given, rules
-      p.dtype = f.text(r, *c_dtype);
-      if (p.dtype != "bf16" && p.dtype != "fp16" && p.dtype != "fp8" && p.dtype != "fp4")
-        throw InputError(f.where(r, *c_dtype) + ": unknown dtype '" + p.dtype + "' (known: bf16, fp16, fp8, fp4)");
+      p.dtype = f.text(r, *c_dtype);  // the older column: the same values as weight_dtype (int4 rows carry it)
+      if (p.dtype != "auto") parse_weight_dtype(p.dtype, f.where(r, *c_dtype));
     }
     // weight_dtype and kv_dtype: empty = the model's default ("auto": the checkpoint's
     // quantization_config, else BF16; the engine's default cache dtype). weight_dtype overrides dtype.

@@ -78,6 +78,17 @@ void expect_error(const std::string& file, const std::string& rows, const std::s
 TEST(ValidateDtypeColumns, BadValuesNameFileLineAndColumn) {
   expect_error("vdt_badkv.csv", std::string(kRow) + ",,int3\n", "column 'kv_dtype': unknown dtype 'int3'");
   expect_error("vdt_badw.csv", std::string(kRow) + ",int3,\n", "column 'weight_dtype': unknown weight dtype 'int3'");
+  expect_error("vdt_badd.csv", std::string(kRow) + "int3,,\n", "column 'dtype': unknown weight dtype 'int3'");
+}
+
+TEST(ValidateDtypeColumns, TheOlderDtypeColumnTakesWeightDtypesValues) {
+  // 39 committed Kimi-K2.5 rows carry dtype int4; without a weight_dtype cell that is their format.
+  const auto ps = read_validation_points(
+      write_temp("vdt_olddtype.csv", std::string(kHeader) + kRow + "int4,,\n" + kRow + "fp8_block,,\n"),
+      "models/hardware");
+  ASSERT_EQ(ps.size(), 2u);
+  EXPECT_EQ(ps[0].dtype, "int4");
+  EXPECT_EQ(ps[1].dtype, "fp8_block");
 }
 
 // aiconfigurator's quant-mode columns: fp8_block in either marks the row's FP8 weights block-scaled, run as
