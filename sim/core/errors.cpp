@@ -13,6 +13,20 @@ size_t append_escaped(std::string& out, std::string_view s, size_t limit) {
   while (i < s.size() && i < limit) {
     const auto c = static_cast<unsigned char>(s[i]);
     const size_t n = utf8_length(s, i);
+    // C1 controls (U+0080..U+009F) and the line / paragraph separators (U+2028, U+2029) break a line in
+    // some terminals and tools like a newline does: written as \u{...}, the rest of UTF-8 as is.
+    const auto b1 = n > 1 ? static_cast<unsigned char>(s[i + 1]) : 0;
+    const auto b2 = n > 2 ? static_cast<unsigned char>(s[i + 2]) : 0;
+    const bool c1 = n == 2 && c == 0xC2 && b1 <= 0x9F;
+    const bool separator = n == 3 && c == 0xE2 && b1 == 0x80 && (b2 == 0xA8 || b2 == 0xA9);
+    if (c1 || separator) {
+      if (i + n > limit) break;
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "\\u{%04X}", c1 ? b1 : 0x2000u + (b2 == 0xA8 ? 0x28u : 0x29u));
+      out += buf;
+      i += n;
+      continue;
+    }
     if (n > 1) {
       if (i + n > limit) break;
       out.append(s.substr(i, n));

@@ -29,6 +29,14 @@ TEST(QuoteForMessage, ControlCharactersAndInvalidUtf8AreEscaped) {
   EXPECT_EQ(quote_for_message(std::string("x\0y", 3)), "'x\\x00y'");
   EXPECT_EQ(quote_for_message("\xED\xA0\x80"), "'\\xED\\xA0\\x80'");  // a lone surrogate, as "\ud800" decodes
   EXPECT_EQ(quote_for_message("\xFF"), "'\\xFF'");
+  // Unicode's line and paragraph separators and the C1 controls end a line in some tools too.
+  EXPECT_EQ(quote_for_message("a\xE2\x80\xA8"
+                              "b\xE2\x80\xA9"
+                              "c\xC2\x85"
+                              "d"),
+            "'a\\u{2028}b\\u{2029}c\\u{0085}d'");
+  EXPECT_EQ(one_line("key \xE2\x80\xA8 here"), "key \\u{2028} here");
+  EXPECT_EQ(quote_for_message("\xC2\xA0"), "'\xC2\xA0'");  // U+00A0 (no-break space) is printable: kept
 }
 
 TEST(QuoteForMessage, CutAtTheLimitOnBothSides) {
