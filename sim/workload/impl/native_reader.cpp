@@ -82,6 +82,10 @@ class NativeReader final : public TraceReader {
       } else {
         s.content_id = make_content_id(ContentNamespace::kUnique, static_cast<uint64_t>(id.value()));
         s.offset = anonymous_tokens;
+        // Part of the prompt, so bounded by max_tokens as the whole is (trace_reader.cpp); checked before
+        // the add, which could otherwise pass int64's end.
+        if (s.tokens > max_tokens - anonymous_tokens)
+          throw BadLine("prompt of more than max_tokens " + std::to_string(max_tokens) + " tokens");
         anonymous_tokens += s.tokens;
       }
       segments.push_back(s);
