@@ -125,11 +125,20 @@ void read_explicit(Keys& top, TopologySpec& spec) {
     out.to = l.scalar("to");
     out.type = l.scalar("type");
     if (l.has("count")) out.count = static_cast<int>(l.integer("count", 1, 1 << 16));
+    // Bounded so that what the network derives stays finite and on the simulated clock: a link a million
+    // times faster than its type overflowed capacities to infinity (flows never ended), one a million
+    // times slower put a flow's end past the clock, and hop latencies of up to 1 s (the catalog's cap)
+    // cannot add up past it along any path.
     if (l.has("scale")) {
       out.scale = l.number("scale");
-      if (!(out.scale > 0)) l.fail(l.at("scale"), "must be > 0");
+      if (!(out.scale >= 1e-6 && out.scale <= 1e6))
+        l.fail(l.at("scale"), "must be in [1e-6, 1e6] (got " + l.scalar("scale") + ")");
     }
-    if (l.has("latency")) out.latency = parse_duration(l.scalar("latency"), top.file() + ": " + l.at("latency"));
+    if (l.has("latency")) {
+      out.latency = parse_duration(l.scalar("latency"), top.file() + ": " + l.at("latency"));
+      if (out.latency > Duration::s(1))
+        l.fail(l.at("latency"), "must be at most 1 s (got " + quote_for_message(l.scalar("latency")) + ")");
+    }
     l.finish();
     spec.links.push_back(std::move(out));
   }

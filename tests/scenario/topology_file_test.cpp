@@ -130,6 +130,22 @@ TEST(TopologyFile, BadNumberNamesFileAndKey) {
       "kind: topology\nvertices:\n  - {name: a, kind: gpu, node: 0}\n  - {name: b, kind: gpu, node: 0}\n"
       "links:\n  - {from: a, to: b, type: nvlink4, latency: soon}\n");
   EXPECT_NE(msg.find("x.yaml: links[0].latency: cannot parse 'soon'"), std::string::npos) << msg;
+  // Bounds that keep the network finite and on the clock: a 1e300 scale made capacities infinite (a
+  // hang), 1e-15 put flows past the clock, 1e9 s hops summed past it (both internal errors).
+  const std::string two =
+      "kind: topology\nvertices:\n  - {name: a, kind: gpu, node: 0}\n"
+      "  - {name: b, kind: gpu, node: 0}\nlinks:\n  - {from: a, to: b, type: nvlink4, ";
+  for (const char* scale : {"1e300", "1e-15", "2e6"}) {
+    msg = load_error(two + "scale: " + scale + "}\n");
+    EXPECT_NE(msg.find(std::string("x.yaml: links[0].scale: must be in [1e-6, 1e6] (got ") + scale + ")"),
+              std::string::npos)
+        << msg;
+  }
+  msg = load_error(two + "latency: 2s}\n");
+  EXPECT_NE(msg.find("x.yaml: links[0].latency: must be at most 1 s (got '2s')"), std::string::npos) << msg;
+  // The bounds themselves are fine.
+  EXPECT_NO_THROW(
+      Topology::build(parse_topology(two + "scale: 1e6, latency: 1s}\n", "x.yaml", "x"), bundled_catalog()));
 }
 
 TEST(TopologyFile, MissingFileIsAnInputError) {
