@@ -107,7 +107,8 @@ class Reader {
     if (used != s.size()) v = parse_duration(s, source_ + ": " + key).seconds();
     // The simulated clock counts int64 nanoseconds (about 292 years); keep ample room to add times.
     if (!std::isfinite(v)) fail(key, "must be a finite duration (got " + quote_for_message(s) + ")");
-    if (std::fabs(v) > kMaxSeconds) fail(key, "must be at most 1e9 s (got " + quote_for_message(s) + ")");
+    // (A relative slack: "1e9s" comes back from nanoseconds as 1e9 x (1 + 2e-16).)
+    if (std::fabs(v) > kMaxSeconds * (1 + 1e-12)) fail(key, "must be at most 1e9 s (got " + quote_for_message(s) + ")");
     return v;
   }
   static constexpr double kMaxSeconds = 1e9;

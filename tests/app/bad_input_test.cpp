@@ -187,6 +187,9 @@ TEST_F(BadInput, ScenarioDurationsWithUnitsBeyondTheClockNameTheKey) {
   // Both sides of the bound: 1e9 s is the longest duration.
   EXPECT_EQ(scenario_error({"workload.synthetic.duration=277777h"}), "");
   EXPECT_NE(scenario_error({"workload.synthetic.duration=277778h"}).find("at most 1e9 s"), std::string::npos);
+  // The bound itself with a unit: 1e9 s comes back from nanoseconds a hair above 1e9 and was refused.
+  EXPECT_EQ(scenario_error({"workload.synthetic.duration=1e9s"}), "");
+  EXPECT_NE(scenario_error({"workload.synthetic.duration=1.000001e9s"}).find("at most 1e9 s"), std::string::npos);
 }
 
 TEST_F(BadInput, RunHybridStartupCheckCountsTwoStateBlocksInAlignOnBothSides) {
