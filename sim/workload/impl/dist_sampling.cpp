@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <utility>
 
 #include "sim/core/errors.h"
 #include "sim/model/json.h"
@@ -52,9 +53,12 @@ SimTime advance_clock(SimTime t, double seconds, const std::string& what) {
 void validate_dist(const DistSpec& d, const std::string& where) {
   auto fail = [&](const std::string& key, const std::string& msg) { throw InputError(where + "." + key + ": " + msg); };
   auto got = [](double v) { return " (got " + json_number(v) + ")"; };
-  for (double v : {d.value, d.mean, d.stddev, d.min, d.max}) {
-    if (!std::isfinite(v)) fail("kind", "parameters must be finite numbers");
-    if (std::fabs(v) > kMaxDistValue) fail("kind", "parameters must be at most 1e9" + got(v));
+  // Each parameter under its own key (the message named `kind` for all of them).
+  const std::pair<const char*, double> params[] = {
+      {"value", d.value}, {"mean", d.mean}, {"stddev", d.stddev}, {"min", d.min}, {"max", d.max}};
+  for (const auto& [key, v] : params) {
+    if (!std::isfinite(v)) fail(key, "must be a finite number");
+    if (std::fabs(v) > kMaxDistValue) fail(key, "must be at most 1e9" + got(v));
   }
   if (d.min < 0.0) fail("min", "must be >= 0" + got(d.min));
   if (d.max < 0.0) fail("max", "must be >= 0 (0 = no ceiling)" + got(d.max));
