@@ -130,8 +130,24 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("out")) s.output.hdf5 = vm["out"].as<std::string>();
   if (vm.count("summary-json")) s.output.summary_json = vm["summary-json"].as<std::string>();
 
-  // Output paths are checked before the run, not after minutes of simulation.
-  if (s.output.summary_json) check_writable(*s.output.summary_json);
+  // Output paths are checked before the run, not after minutes of simulation: each writable and not a
+  // folder, and no file named by two outputs (one would overwrite the other at the end).
+  std::vector<std::pair<std::string, std::string>> outputs;  // (option, path)
+  if (s.output.hdf5) outputs.emplace_back("--out (output.hdf5)", *s.output.hdf5);
+  if (s.output.summary_json) outputs.emplace_back("--summary-json (output.summary_json)", *s.output.summary_json);
+  if (vm.count("csv")) outputs.emplace_back("--csv", vm["csv"].as<std::string>());
+  if (vm.count("trace-out")) outputs.emplace_back("--trace-out", vm["trace-out"].as<std::string>());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& path = outputs[i].second;
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      throw OutputError(path + ": is a folder, not a file (" + outputs[i].first + " names it)");
+    for (size_t j = 0; j < i; ++j)
+      if (std::filesystem::weakly_canonical(outputs[j].second, ec) == std::filesystem::weakly_canonical(path, ec))
+        throw OutputError(path + ": named by both " + outputs[j].first + " and " + outputs[i].first +
+                          "; give each its own file");
+    check_writable(path);
+  }
   RunOptions ro;
   ro.keep_records = false;  // rows stream to the run file; memory stays flat however long the run
   if (s.output.hdf5) ro.hdf5_path = *s.output.hdf5;

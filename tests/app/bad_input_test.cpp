@@ -274,5 +274,17 @@ TEST_F(BadInput, SizeJsonEscapesALoneSurrogate) {
   }
 }
 
+TEST_F(BadInput, RunOutputPathsAreCheckedBeforeTheRun) {
+  // A folder as the run file, and two outputs on one file, failed only after the run (the rename, or a
+  // lost CSV); both are refused first now, and nothing is written.
+  const std::string folder = (dir_ / "out_folder").string();
+  fs::create_directories(folder);
+  expect_error(run_kvsim("run " + scenario_ + " -q --out " + folder), {folder + ": is a folder, not a file", "--out"});
+  const std::string same = (dir_ / "same.h5").string();
+  expect_error(run_kvsim("run " + scenario_ + " -q --out " + same + " --csv " + same),
+               {same + ": named by both --out (output.hdf5) and --csv"});
+  EXPECT_FALSE(fs::exists(same));
+}
+
 }  // namespace
 }  // namespace kvsim
