@@ -170,18 +170,18 @@ void BlockPool::get_new_blocks(int64_t n, std::vector<BlockId>& out) {
   // of the block a few places ahead, so the misses on records and on the index overlap.
   // At the marker the never-used run gives its next ids, in order, until it runs out.
   popped_.clear();
+  const BlockId first_new = fresh_;
+  BlockId end = fresh_;  // past the never-used blocks this call takes
   for (BlockId b = links_[node(kSentinel)].next; std::ssize(popped_) < n; b = links_[node(b)].next) {
     if (b == kMarker) {
       const int64_t take = std::min<int64_t>(n - std::ssize(popped_), num_blocks_ - fresh_);
       for (int64_t k = 0; k < take; ++k) popped_.push_back(static_cast<BlockId>(fresh_ + k));
+      end = static_cast<BlockId>(fresh_ + take);
       continue;
     }
     __builtin_prefetch(&meta_[static_cast<size_t>(b)], 1);
     popped_.push_back(b);
   }
-  BlockId end = fresh_;
-  for (BlockId b : popped_) end = std::max(end, static_cast<BlockId>(b + 1));
-  const BlockId first_new = fresh_;
   materialise(end);
   constexpr int64_t kAhead = 4;
   for (int64_t j = 0; j < n; ++j) {

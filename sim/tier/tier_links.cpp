@@ -26,12 +26,11 @@ Topology::Path joined(Topology::Path a, const Topology::Path& b) {
 
 // A tier the topology routes for some of an instance's ranks only (a node's NVMe linked to one socket's
 // cpu, a rank under the other): every rank copies its share of each chunk, so each needs a path.
-[[noreturn]] void uneven(const std::string& tier_key, const std::string& name, const std::vector<int>& gpus, size_t r,
-                         bool from_r) {
-  throw InputError(tier_key + ": the " + name + " tier is reachable from " + (from_r ? "TP rank " : "TP rank 0") +
-                   (from_r ? std::to_string(r) : "") + " but not from " +
-                   (from_r ? "TP rank 0" : "TP rank " + std::to_string(r)) + " (GPUs " + std::to_string(gpus.front()) +
-                   " and " + std::to_string(gpus[r]) +
+[[noreturn]] void uneven(const std::string& tier_key, const std::string& name, const std::vector<int>& gpus,
+                         size_t reached, size_t missed) {
+  throw InputError(tier_key + ": the " + name + " tier is reachable from TP rank " + std::to_string(reached) +
+                   " but not from TP rank " + std::to_string(missed) + " (GPUs " + std::to_string(gpus[reached]) +
+                   " and " + std::to_string(gpus[missed]) +
                    " of cluster.topology): every rank copies its share of a chunk, so link the storage vertex to a "
                    "vertex all of them reach (each socket's cpu, or a switch)");
 }
@@ -88,11 +87,11 @@ TierLinks::TierLinks(FlowNetwork& network, const std::vector<int>& gpus, const K
         if (t == 0 && kind == "remote")
           throw InputError(tier_key + ": cluster.topology '" + topo.name() + "' has no path from " + topo.gpu_name(g) +
                            " to a storage or nic vertex for the remote store (" + name + ")");
-        if (r > 0 && tiers_[static_cast<size_t>(t)].routed) uneven(tier_key, name, gpus, r, false);
+        if (r > 0 && tiers_[static_cast<size_t>(t)].routed) uneven(tier_key, name, gpus, 0, r);
         continue;
       }
       Route& route = tiers_[static_cast<size_t>(t)];
-      if (r > 0 && !route.routed) uneven(tier_key, name, gpus, r, true);
+      if (r > 0 && !route.routed) uneven(tier_key, name, gpus, r, 0);
       route.routed = true;
       route.rdma = kind == "remote";
       route.out.push_back(reversed(*path));
