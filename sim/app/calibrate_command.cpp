@@ -9,6 +9,7 @@
 #include "sim/app/simulation.h"
 #include "sim/core/errors.h"
 #include "sim/model/config_reader.h"
+#include "sim/model/sizing.h"
 #include "sim/perf/calibration.h"
 #include "sim/perf/latency_tables.h"
 #include "sim/scenario/hardware_catalog.h"
@@ -76,7 +77,10 @@ int run_calibrate_command(const std::vector<std::string>& args, std::ostream& ou
   const int tp = vm["tp"].as<int>();
   if (tp < 1) throw InputError("--tp must be >= 1");
   std::optional<ModelSpec> model;
-  if (vm.count("model")) model = read_model_config(vm["model"].as<std::string>());
+  if (vm.count("model")) {
+    model = read_model_config(vm["model"].as<std::string>());
+    check_parallel(*model, Parallel{.tp = tp});  // a TP that splits no head evenly has no shape to fit
+  }
 
   std::vector<Coef> coefs;
   for (const std::string& name : gpus) {

@@ -78,8 +78,9 @@ std::string topology_file(const Scenario& s) {
 }
 
 // The topology GPU of each rank of each instance (instance ids in pool order): explicit placement, or
-// packed node by node in the topology's GPU order, an instance's ranks always on one node.
-std::vector<std::vector<int>> place_pools(const Scenario& s, const Topology& topo) {
+// packed in the topology's GPU order, an instance's ranks always in one NVLink domain (a node, or a
+// rack-scale NVLink fabric such as GB200 NVL72's).
+std::vector<std::vector<int>> place_pools(const Scenario& s, const Topology& topo, const HardwareCatalog& hw) {
   std::vector<std::vector<int>> out;
   std::vector<uint8_t> used(static_cast<size_t>(topo.num_gpus()), 0);
   auto take = [&](int g, const std::string& key) {
@@ -90,9 +91,11 @@ std::vector<std::vector<int>> place_pools(const Scenario& s, const Topology& top
   int next = 0;  // packing cursor
   for (const PoolSettings& p : s.cluster.pools) {
     const int tp = p.engine.tensor_parallel_size;
-    if (p.engine.pipeline_parallel_size > 1 || tp > p.engine.gpus_per_node)
+    // TP beyond the NVLink domain is priced from the links (gpus_per_node, inter_node_link), not placed.
+    const int domain = nvlink_domain(p.engine, lookup_gpu(hw, p.gpu, s.path + ": " + p.key + ".gpu"));
+    if (p.engine.pipeline_parallel_size > 1 || tp > domain)
       throw InputError(s.path + ": " + p.key +
-                       ".engine: pipeline_parallel_size > 1 and TP across nodes are priced from the links "
+                       ".engine: pipeline_parallel_size > 1 and TP across NVLink domains are priced from the links "
                        "(gpus_per_node, inter_node_link), not placed on cluster.topology; drop one of them");
     for (int k = 0; k < p.instances; ++k) {
       std::vector<int> gpus;
@@ -109,22 +112,23 @@ std::vector<std::vector<int>> place_pools(const Scenario& s, const Topology& top
           gpus.push_back(*g);
         }
         for (int g : gpus)
-          if (topo.gpu_node(g) != topo.gpu_node(gpus.front()))
-            throw InputError(s.path + ": " + p.key + ".placement: instance " + std::to_string(k) +
-                             " spans nodes; kvsim models tensor parallelism inside one node only");
+          if (topo.gpu_domain(g) != topo.gpu_domain(gpus.front()))
+            throw InputError(s.path + ": " + p.key + ".placement: instance " + std::to_string(k) + " spans " +
+                             topo.gpu_name(gpus.front()) + " and " + topo.gpu_name(g) +
+                             ", which no NVLink joins; kvsim places tensor parallelism inside one NVLink domain");
       } else {
-        // The next run of tp free GPUs on one node.
+        // The next run of tp free GPUs in one NVLink domain.
         while (next < topo.num_gpus()) {
           bool fits = next + tp <= topo.num_gpus();
           for (int r = 0; fits && r < tp; ++r)
-            fits = used[static_cast<size_t>(next + r)] == 0 && topo.gpu_node(next + r) == topo.gpu_node(next);
+            fits = used[static_cast<size_t>(next + r)] == 0 && topo.gpu_domain(next + r) == topo.gpu_domain(next);
           if (fits) break;
           ++next;
         }
         if (next >= topo.num_gpus())
           throw InputError(s.path + ": " + p.key + ": topology '" + topo.name() + "' has no room for instance " +
                            std::to_string(k) + " (" + std::to_string(topo.num_gpus()) +
-                           " GPUs; every instance needs TP " + std::to_string(tp) + " free GPUs on one node)");
+                           " GPUs; every instance needs TP " + std::to_string(tp) + " free GPUs in one NVLink domain)");
         for (int r = 0; r < tp; ++r) {
           take(next + r, p.key);
           gpus.push_back(next + r);
@@ -312,7 +316,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
   DisaggregationSetup disagg;
   if (!s.cluster.topology.empty()) {
     topology = std::make_unique<Topology>(Topology::build(load_topology_file(topology_file(s)), hw));
-    disagg.instance_gpus = place_pools(s, *topology);
+    disagg.instance_gpus = place_pools(s, *topology, hw);
   }
   // Offload copies cross the topology too (sim/tier/tier_links.h), sharing its links with the P/D pulls.
   const bool offload_on_topology = topology && std::any_of(configs.begin(), configs.end(),
@@ -378,7 +382,15 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
   cluster.set_arrival_sink(res.collector.get());
   if (options.progress) cluster.set_progress([&](int64_t done, SimTime now) { options.progress(done, now.seconds()); });
   if (options.stop) cluster.set_stop(options.stop);
-  const ServingResult sr = cluster.run();
+  const ServingResult sr = [&] {
+    try {
+      return cluster.run();
+    } catch (const InputError& e) {
+      // A generator's key found wanting only as it runs (arrival times past the clock) names the file too.
+      if (std::string_view(e.what()).starts_with("workload.")) throw InputError(s.path + ": " + e.what());
+      throw;
+    }
+  }();
   res.interrupted = sr.interrupted;
   res.sim_time_s = ctx.now().seconds();
   res.events = sr.events;

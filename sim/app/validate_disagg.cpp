@@ -31,14 +31,14 @@ std::string resolve_topology(const std::string& t, const std::string& hardware_d
   return topology_path(t, (dir.parent_path() / "topologies").string());
 }
 
-// Packs `instances` x `tp` GPUs from the cursor `*next`, each instance on one node: the simulator's
+// Packs `instances` x `tp` GPUs from the cursor `*next`, each instance in one NVLink domain: the simulator's
 // packing of a pool without a placement (simulation.cpp place_pools). Returns the instance index that
 // did not fit, or -1.
 int pack(const Topology& topo, int instances, int tp, int* next, std::vector<std::string>* names) {
   for (int k = 0; k < instances; ++k) {
     while (*next < topo.num_gpus()) {
       bool fits = *next + tp <= topo.num_gpus();
-      for (int r = 0; fits && r < tp; ++r) fits = topo.gpu_node(*next + r) == topo.gpu_node(*next);
+      for (int r = 0; fits && r < tp; ++r) fits = topo.gpu_domain(*next + r) == topo.gpu_domain(*next);
       if (fits) break;
       ++*next;
     }
@@ -128,7 +128,7 @@ std::optional<DisaggregatedPoint> read_disaggregated_columns(const CsvFile& f, s
       throw InputError(f.where(row, fit_col) + ": topology '" + d.topology + "' (" + std::to_string(topo->num_gpus()) +
                        " GPUs) has no room for " + side + " instance " + std::to_string(k) + " of " + sides +
                        (d.default_topology ? ", a node per side" : "") +
-                       " (each instance needs TP free GPUs on one node)");
+                       " (each instance needs TP free GPUs in one NVLink domain)");
   };
   place(d.prefill_workers, d.prefill_tp, "prefill", &d.prefill_gpus);
   if (d.default_topology) {

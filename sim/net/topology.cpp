@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/connected_components.hpp>
 #include <boost/graph/filtered_graph.hpp>
 #include <boost/graph/reverse_graph.hpp>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -17,6 +19,7 @@ namespace kvsim {
 namespace {
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
+using UndirectedGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
 using Reversed = boost::reverse_graph<Graph>;
 using ReversedEdge = boost::graph_traits<Reversed>::edge_descriptor;
 
@@ -41,6 +44,13 @@ std::string known_link_types(const HardwareCatalog& catalog) {
 }
 
 }  // namespace
+
+struct Topology::Search {
+  Graph graph;
+  std::vector<bool> endpoint;  // GPUs, CPUs and storage: routes end there, never pass through
+  std::mutex mu;               // guards dist
+  std::vector<std::unique_ptr<const std::vector<int>>> dist;  // per GPU; null until a route needs it
+};
 
 size_t ecmp_pick(uint64_t flow_hash, int hop, size_t n) {
   uint64_t z = flow_hash + 0x9E3779B97F4A7C15ULL * (static_cast<uint64_t>(hop) + 1);
@@ -125,29 +135,56 @@ Topology Topology::build(const TopologySpec& spec, const HardwareCatalog& catalo
     }
   }
 
-  // Distances to every GPU over the reversed graph, never expanding out of another endpoint.
-  Graph g(t.vertices_.size());
-  for (const auto& l : t.links_) boost::add_edge(l.from, l.to, g);
-  std::vector<bool> endpoint(t.vertices_.size());
-  for (size_t v = 0; v < t.vertices_.size(); ++v) endpoint[v] = is_endpoint(t.vertices_[v].kind);
-  const Reversed reversed = boost::make_reverse_graph(g);
-  t.dist_.resize(t.gpus_.size());
-  for (size_t gi = 0; gi < t.gpus_.size(); ++gi) {
-    const size_t dst = t.gpus_[gi];
-    std::vector<int> dist(t.vertices_.size(), -1);
-    dist[dst] = 0;
-    boost::filtered_graph<Reversed, TransitFilter> fg(reversed, TransitFilter{&reversed, &endpoint, dst});
-    boost::breadth_first_search(
-        fg, dst, boost::visitor(boost::make_bfs_visitor(boost::record_distances(dist.data(), boost::on_tree_edge()))));
-    t.dist_[gi] = std::move(dist);
+  // NVLink domains: connected components of the GPUs and NVSwitches over the links among them.
+  {
+    UndirectedGraph nv(t.vertices_.size());
+    const auto on_nvlink = [&](int v) {
+      const VertexKind k = t.vertices_[static_cast<size_t>(v)].kind;
+      return k == VertexKind::kGpu || k == VertexKind::kNvSwitch;
+    };
+    for (size_t id = 0; id < t.links_.size(); id += 2)
+      if (on_nvlink(t.links_[id].from) && on_nvlink(t.links_[id].to))
+        boost::add_edge(t.links_[id].from, t.links_[id].to, nv);
+    std::vector<int> component(t.vertices_.size());
+    boost::connected_components(nv, component.data());
+    std::map<int, int> numbered;  // component -> domain, in GPU order
+    for (int v : t.gpus_) {
+      const int n = static_cast<int>(numbered.size());
+      t.gpu_domain_.push_back(numbered.emplace(component[static_cast<size_t>(v)], n).first->second);
+    }
   }
+  // The graph the distance searches run on; each GPU's distances are searched when a route first needs them.
+  t.search_ = std::make_shared<Search>();
+  t.search_->graph = Graph(t.vertices_.size());
+  for (const auto& l : t.links_) boost::add_edge(l.from, l.to, t.search_->graph);
+  t.search_->endpoint.resize(t.vertices_.size());
+  for (size_t v = 0; v < t.vertices_.size(); ++v) t.search_->endpoint[v] = is_endpoint(t.vertices_[v].kind);
+  t.search_->dist.resize(t.gpus_.size());
+  // Every GPU reaches another one: a forward search from each through transit vertices only, stopping at the
+  // first other GPU (one stamp array for all the searches).
   if (t.gpus_.size() > 1) {
+    std::vector<int> stamp(t.vertices_.size(), -1), queue;
     for (size_t gi = 0; gi < t.gpus_.size(); ++gi) {
+      const int src = t.gpus_[gi];
       bool reaches = false;
-      for (size_t gj = 0; gj < t.gpus_.size() && !reaches; ++gj) reaches = gj != gi && t.dist_[gj][t.gpus_[gi]] > 0;
+      queue.assign(1, src);
+      stamp[static_cast<size_t>(src)] = static_cast<int>(gi);
+      for (size_t head = 0; head < queue.size() && !reaches; ++head) {
+        const int x = queue[head];
+        if (x != src && t.search_->endpoint[static_cast<size_t>(x)]) {
+          reaches = t.vertices_[static_cast<size_t>(x)].kind == VertexKind::kGpu;
+          continue;
+        }
+        for (int id : t.vertices_[static_cast<size_t>(x)].out_links) {
+          const int v = t.links_[static_cast<size_t>(id)].to;
+          if (stamp[static_cast<size_t>(v)] == static_cast<int>(gi)) continue;
+          stamp[static_cast<size_t>(v)] = static_cast<int>(gi);
+          queue.push_back(v);
+        }
+      }
       if (!reaches) {
-        fail("vertices[" + std::to_string(t.gpus_[gi]) + "]",
-             "GPU " + quote_for_message(t.vertices_[t.gpus_[gi]].name) + " reaches no other GPU");
+        fail("vertices[" + std::to_string(src) + "]",
+             "GPU " + quote_for_message(t.vertices_[static_cast<size_t>(src)].name) + " reaches no other GPU");
       }
     }
   }
@@ -156,6 +193,7 @@ Topology Topology::build(const TopologySpec& spec, const HardwareCatalog& catalo
 
 const std::string& Topology::gpu_name(int gpu) const { return vertices_.at(gpus_.at(gpu)).name; }
 int Topology::gpu_node(int gpu) const { return vertices_.at(gpus_.at(gpu)).node; }
+int Topology::gpu_domain(int gpu) const { return gpu_domain_.at(static_cast<size_t>(gpu)); }
 int Topology::gpu_vertex(int gpu) const { return gpus_.at(gpu); }
 const std::string& Topology::vertex_name(int v) const { return vertices_.at(v).name; }
 VertexKind Topology::vertex_kind(int v) const { return vertices_.at(v).kind; }
@@ -175,10 +213,18 @@ std::optional<int> Topology::find_gpu(std::string_view name) const {
   return gpu_of_vertex_[*v];
 }
 
-int Topology::hops(int src_gpu, int dst_gpu) const { return dist_.at(dst_gpu).at(gpus_.at(src_gpu)); }
+int Topology::hops(int src_gpu, int dst_gpu) const { return dist_to_gpu(dst_gpu).at(gpus_.at(src_gpu)); }
+
+const std::vector<int>& Topology::dist_to_gpu(int gpu) const {
+  Search& s = *search_;
+  const std::lock_guard<std::mutex> lock(s.mu);
+  std::unique_ptr<const std::vector<int>>& slot = s.dist.at(static_cast<size_t>(gpu));
+  if (!slot) slot = std::make_unique<const std::vector<int>>(distances_to(gpus_[static_cast<size_t>(gpu)]));
+  return *slot;  // the vector never moves once searched
+}
 
 std::optional<Topology::Path> Topology::route(int src_gpu, int dst_gpu, uint64_t flow_hash) const {
-  const std::vector<int>& dist = dist_.at(dst_gpu);
+  const std::vector<int>& dist = dist_to_gpu(dst_gpu);
   const int u = gpus_.at(src_gpu);
   if (dist[u] < 0) return std::nullopt;
   return walk(u, gpus_[dst_gpu], dist, flow_hash);
@@ -203,22 +249,15 @@ Topology::Path Topology::walk(int u, int dst, const std::vector<int>& dist, uint
 }
 
 std::vector<int> Topology::distances_to(int dst) const {
-  // The build's search, for one destination: over the reversed links, never expanding out of another
-  // endpoint (a plain queue; the graph is small and this runs at set-up).
+  // Over the reversed links from `dst`, never expanding out of another endpoint.
+  const Reversed reversed = boost::make_reverse_graph(search_->graph);
   std::vector<int> dist(vertices_.size(), -1);
-  std::vector<std::vector<int>> in(vertices_.size());
-  for (const LinkInfo& l : links_) in[static_cast<size_t>(l.to)].push_back(l.from);
-  std::vector<int> queue{dst};
   dist[static_cast<size_t>(dst)] = 0;
-  for (size_t head = 0; head < queue.size(); ++head) {
-    const int x = queue[head];
-    if (x != dst && is_endpoint(vertices_[static_cast<size_t>(x)].kind)) continue;
-    for (int u : in[static_cast<size_t>(x)]) {
-      if (dist[static_cast<size_t>(u)] >= 0) continue;
-      dist[static_cast<size_t>(u)] = dist[static_cast<size_t>(x)] + 1;
-      queue.push_back(u);
-    }
-  }
+  boost::filtered_graph<Reversed, TransitFilter> fg(
+      reversed, TransitFilter{&reversed, &search_->endpoint, static_cast<size_t>(dst)});
+  boost::breadth_first_search(
+      fg, static_cast<size_t>(dst),
+      boost::visitor(boost::make_bfs_visitor(boost::record_distances(dist.data(), boost::on_tree_edge()))));
   return dist;
 }
 

@@ -4,11 +4,12 @@
 //
 // Routing (cluster-offload.md D.5, G.18): fewest hops. GPUs, CPUs and storage are endpoints only; no
 // route passes through one (traffic never relays through another GPU's memory, host DRAM or a drive). Distances
-// to every GPU are found once at build by breadth-first search from the destination over the
-// reversed graph (Boost Graph). A route walks from the source; at each vertex the ECMP next hops are
+// to a GPU are found by breadth-first search from it over the reversed graph (Boost Graph) the first
+// time a route ends there, and kept. A route walks from the source; at each vertex the ECMP next hops are
 // the out-links u->v with d(v) = d(u) - 1, in link-id order, and one is picked by a deterministic
 // hash of (flow_hash, hop index).
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,9 @@ class Topology {
   int num_gpus() const { return static_cast<int>(gpus_.size()); }
   const std::string& gpu_name(int gpu) const;  // "node3/gpu5"
   int gpu_node(int gpu) const;
+  // The GPU's NVLink domain: GPUs joined through NVSwitches (or to one another) share one. A node's own
+  // NVSwitch makes the node a domain; an NVL72 rack's switch spans its trays. Numbered 0.. in GPU order.
+  int gpu_domain(int gpu) const;
   int gpu_vertex(int gpu) const;
   std::optional<int> find_gpu(std::string_view name) const;
   int num_nodes() const { return num_nodes_; }
@@ -72,6 +76,9 @@ class Topology {
 
  private:
   std::vector<int> distances_to(int dst_vertex) const;
+  // Hops from every vertex to GPU `gpu` without transit through a GPU or CPU (-1 = none): searched on first
+  // use and kept. A run routes to a few destinations; all of a 2,048-node leaf-spine's 16,384 took 3.6 GB.
+  const std::vector<int>& dist_to_gpu(int gpu) const;
   Path walk(int src_vertex, int dst_vertex, const std::vector<int>& dist, uint64_t flow_hash) const;
   struct VertexInfo {
     std::string name;
@@ -84,9 +91,10 @@ class Topology {
   std::vector<LinkInfo> links_;
   std::vector<int> gpus_;           // gpu index -> vertex id
   std::vector<int> gpu_of_vertex_;  // vertex id -> gpu index or -1
+  std::vector<int> gpu_domain_;     // gpu index -> NVLink domain
   int num_nodes_ = 0;
-  // dist_[gpu][v]: hops from vertex v to GPU `gpu` without transit through a GPU or CPU; -1 = none.
-  std::vector<std::vector<int>> dist_;
+  struct Search;  // the Boost graph and the distances searched so far (shared by copies: they never change)
+  std::shared_ptr<Search> search_;
 };
 
 // The ECMP choice among `n` equal next hops at hop `hop` of a flow: splitmix64 of the pair, mod n.

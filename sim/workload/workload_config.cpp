@@ -45,7 +45,8 @@ void validate_synthetic(const SyntheticConfig& s, const std::string& w) {
   validate_dist(s.output_tokens, w + ".output_tokens");
   if (open_rate && !(s.rate > 0.0)) fail(w, "rate", "must be > 0" + got(s.rate));
   if (s.kind == "poisson" || s.kind == "gamma") {
-    if (s.kind == "gamma" && (!(s.cv > 0.0) || !std::isfinite(s.cv))) fail(w, "cv", "must be > 0" + got(s.cv));
+    // 1/cv^2 is the gamma shape: below 1e-6 it overflows the sampler, above 1e6 every gap is 0 or past the clock.
+    if (s.kind == "gamma" && !(s.cv >= 1e-6 && s.cv <= 1e6)) fail(w, "cv", "must be in [1e-6, 1e6]" + got(s.cv));
     validate_dist(s.input_tokens, w + ".input_tokens");
     if (s.num_requests == 0 && s.duration == 0.0) fail(w, "num_requests", "set num_requests or duration (or both)");
   } else if (s.kind == "shared_prefix") {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "sim/app/simulation.h"
 #include "sim/core/errors.h"
@@ -167,6 +168,47 @@ cluster:
   EXPECT_EQ(r.summary.disaggregation.flows, 3 * 8);
   // 1000 tokens in 16 blocks of 64 = 1,024 tokens' pages, read whole by each of 8 decode ranks.
   EXPECT_DOUBLE_EQ(r.summary.disaggregation.bytes, 3.0 * 8 * 70'272 * 1024);
+}
+
+TEST(Disagg, Nvl72PlacesTp8AcrossTraysOnTheRackNvlink) {
+  // GB200's catalog entry has 4 GPUs a node (tray) and a 72-GPU NVLink domain: TP 8 stays on NVLink, so the
+  // packer takes trays 0-1 for the prefill instance and 2-3 for the decode one, and every per-rank pull goes
+  // GPU -> NVL72 switch -> GPU (2 hops), never through a NIC.
+  const std::string text = R"(
+model: models/qwen3-8b.json
+gpu: gb200
+seed: 1
+engine: {block_size: 16, tensor_parallel_size: 8}
+workload:
+  synthetic: {kind: poisson, rate: 2, num_requests: 3, input_tokens: 500, output_tokens: 4}
+cluster:
+  topology: gb200-nvl72
+  pools:
+    - {name: p, role: prefill, instances: 1}
+    - {name: d, role: decode, instances: 1}
+  disaggregation: {decider: always}
+)";
+  const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
+  ASSERT_EQ(r.collector->transfers().size(), 3u * 8);
+  std::set<int> src, dst;
+  for (const TransferRecord& t : r.collector->transfers()) {
+    EXPECT_EQ(t.hops, 2);
+    src.insert(t.src_gpu);
+    dst.insert(t.dst_gpu);
+  }
+  // Topology GPUs are numbered tray by tray, 4 a tray.
+  EXPECT_EQ(src, (std::set<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(dst, (std::set<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  // An HGX node is its own domain: two GPUs of two nodes cannot hold one TP 2 instance.
+  const std::string e = error_of(kBase +
+                                 "cluster:\n  topology: hgx-h100-2node-ib-ndr\n  pools:\n"
+                                 "    - {name: p, role: prefill, instances: 1, placement: [node0/gpu0, node1/gpu0], "
+                                 "engine: {tensor_parallel_size: 2}}\n"
+                                 "    - {name: d, role: decode, instances: 1, engine: {tensor_parallel_size: 2}}\n");
+  EXPECT_NE(e.find("d.yaml: cluster.pools[0].placement: instance 0 spans node0/gpu0 and node1/gpu0, which no NVLink "
+                   "joins"),
+            std::string::npos)
+      << e;
 }
 
 TEST(Disagg, BadInputNamesTheFileAndKey) {
