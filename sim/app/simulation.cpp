@@ -180,10 +180,17 @@ EngineConfig resolve_pool(const Scenario& s, const PoolSettings& p, const ModelS
 
 }  // namespace
 
-void check_scenario(const Scenario& s) {
-  const ModelSpec model = read_model_config(s.model);
-  const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
-  for (const PoolSettings& p : s.cluster.pools) resolve_pool(s, p, model, hw);
+void check_scenario(const Scenario& s, CheckCache* cache) {
+  if (!cache) {
+    CheckCache once;
+    return check_scenario(s, &once);
+  }
+  auto model = cache->models.find(s.model);
+  if (model == cache->models.end()) model = cache->models.emplace(s.model, read_model_config(s.model)).first;
+  auto hw = cache->catalogs.find(s.hardware_dir);
+  if (hw == cache->catalogs.end())
+    hw = cache->catalogs.emplace(s.hardware_dir, load_hardware_catalog(s.hardware_dir)).first;
+  for (const PoolSettings& p : s.cluster.pools) resolve_pool(s, p, model->second, hw->second);
 }
 
 std::string latency_tables_dir(const std::string& hardware_dir) {

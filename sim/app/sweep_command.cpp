@@ -129,9 +129,10 @@ int run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   const SweepPlan plan = plan_sweep(load_sweep_file(vm["sweep"].as<std::string>()), sets);
   // Every point resolves before any runs: an unknown GPU on an axis, or a model that does not fit on
   // one, is one line naming the point (exit 2), not a failed point after the others ran.
+  CheckCache inputs;
   for (const SweepPoint& p : plan.points) {
     try {
-      check_scenario(point_scenario(plan, p));
+      check_scenario(point_scenario(plan, p), &inputs);
     } catch (const InputError& e) {
       throw InputError(plan.file.path + ": point " + std::to_string(p.index) + " (" + (p.key.empty() ? "base" : p.key) +
                        "): " + e.what());
