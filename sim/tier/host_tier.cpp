@@ -34,6 +34,7 @@ int64_t HostTier::ready_run(std::span<const uint64_t> keys) const {
 
 bool HostTier::prepare_store(std::span<const uint64_t> keys, std::span<const uint64_t> protected_keys,
                              int64_t* inserted, int64_t* evicted) {
+  ++changes_;
   *inserted = 0;
   *evicted = 0;
   // The keys not yet held, in order, once each (a sorted copy finds repeats without a quadratic scan).
@@ -51,24 +52,14 @@ bool HostTier::prepare_store(std::span<const uint64_t> keys, std::span<const uin
   if (fresh_.empty()) return true;
   const int64_t need = std::ssize(fresh_) - (capacity_ - size());
   if (need > 0) {
-    // The storing request's chunks are marked with this call's epoch instead of being copied into a set.
-    if (++epoch_ == 0) {  // wrapped: no mark may look current
-      for (auto& [key, e] : entries_) e.mark = 0;
-      epoch_ = 1;
-    }
-    const uint32_t epoch = epoch_;
-    for (uint64_t k : protected_keys) {
-      const auto it = entries_.find(k);
-      if (it != entries_.end()) it->second.mark = epoch;
-    }
+    // The storing request's chunks, sorted for the victims' lookups: the LRU scan seldom meets them (they
+    // were just touched), so sorting them costs less than marking each in the index.
+    protected_.assign(protected_keys.begin(), protected_keys.end());
+    std::sort(protected_.begin(), protected_.end());
     std::vector<uint64_t> victims;
     // vLLM: evict() is all or nothing; on failure the store is skipped.
     if (!policy_->evict(
-            need,
-            [this, epoch](uint64_t k) {
-              const auto it = entries_.find(k);
-              return it != entries_.end() && it->second.mark == epoch;
-            },
+            need, [this](uint64_t k) { return std::binary_search(protected_.begin(), protected_.end(), k); },
             [this](uint64_t k) { return is_idle(k); }, &victims))
       return false;
     KVSIM_CHECK(std::ssize(victims) == need, "policy evicted " << victims.size() << " chunks, asked " << need);
@@ -77,7 +68,7 @@ bool HostTier::prepare_store(std::span<const uint64_t> keys, std::span<const uin
     evictions_ += need;
   }
   for (uint64_t k : fresh_) {
-    entries_.emplace(k, Entry{-1, 0});
+    entries_.emplace(k, Entry{-1});
     policy_->insert(k);
   }
   *inserted = std::ssize(fresh_);
@@ -86,6 +77,7 @@ bool HostTier::prepare_store(std::span<const uint64_t> keys, std::span<const uin
 }
 
 void HostTier::complete_store(std::span<const uint64_t> keys) {
+  ++changes_;
   for (uint64_t k : keys) {
     auto it = entries_.find(k);
     if (it == entries_.end() || it->second.ref != -1) continue;
@@ -95,10 +87,18 @@ void HostTier::complete_store(std::span<const uint64_t> keys) {
 }
 
 void HostTier::touch(std::span<const uint64_t> keys) {
+  const bool idempotent = policy_->touch_is_idempotent();
+  if (idempotent && changes_ == last_touch_changes_ && std::ranges::equal(keys, last_touch_)) return;
+  ++changes_;
   policy_->touch(keys, [this](uint64_t k) { return is_ready(k); });
+  if (idempotent) {
+    last_touch_.assign(keys.begin(), keys.end());
+    last_touch_changes_ = changes_;
+  }
 }
 
 void HostTier::begin_load(std::span<const uint64_t> keys) {
+  ++changes_;
   for (uint64_t k : keys) {
     auto it = entries_.find(k);
     KVSIM_CHECK(it != entries_.end() && it->second.ref >= 0, "load of a chunk the tier does not hold ready");
@@ -107,6 +107,7 @@ void HostTier::begin_load(std::span<const uint64_t> keys) {
 }
 
 void HostTier::end_load(std::span<const uint64_t> keys) {
+  ++changes_;
   for (uint64_t k : keys) {
     auto it = entries_.find(k);
     KVSIM_CHECK(it != entries_.end() && it->second.ref > 0, "load end without a load");

@@ -50,8 +50,7 @@ class HostTier {
 
  private:
   struct Entry {
-    int32_t ref = 0;    // -1: write pending; > 0: loads in flight; 0: idle
-    uint32_t mark = 0;  // prepare_store: protected in the call of this epoch
+    int32_t ref = 0;  // -1: write pending; > 0: loads in flight; 0: idle
   };
   bool is_ready(uint64_t key) const;
   bool is_idle(uint64_t key) const;
@@ -60,8 +59,12 @@ class HostTier {
   int64_t evictions_ = 0;
   std::unordered_map<uint64_t, Entry> entries_;
   std::unique_ptr<IEvictionPolicy> policy_;
-  uint32_t epoch_ = 0;
-  std::vector<uint64_t> fresh_, sorted_;  // prepare_store scratch
+  std::vector<uint64_t> fresh_, sorted_, protected_;  // prepare_store scratch
+  // Calls that may reorder the policy, and the keys of the last touch with the count after it: a touch that
+  // repeats it with nothing in between is skipped when the policy's touch is idempotent (vLLM looks up, and
+  // touches, the request at the head of a full queue every step: at block size 1, every token of it).
+  uint64_t changes_ = 0, last_touch_changes_ = UINT64_MAX;
+  std::vector<uint64_t> last_touch_;
 };
 
 }  // namespace kvsim

@@ -30,6 +30,9 @@ class IEvictionPolicy {
   virtual void touch(std::span<const uint64_t> keys, const KeyPredicate& is_ready) = 0;
   virtual bool evict(int64_t n, const KeyPredicate& is_protected, const KeyPredicate& is_idle,
                      std::vector<uint64_t>* victims) = 0;
+  // True when touching the same keys twice in a row, with no other call between, leaves the order as the
+  // first touch left it (LRU; not ARC, whose ghost hits move its target on every touch).
+  virtual bool touch_is_idempotent() const { return false; }
 };
 
 // Registry: "lru" or "arc"; any other name throws InputError listing the valid names.

@@ -17,6 +17,7 @@ class LruPolicy final : public IEvictionPolicy {
   void touch(std::span<const uint64_t> keys, const KeyPredicate& is_ready) override;
   bool evict(int64_t n, const KeyPredicate& is_protected, const KeyPredicate& is_idle,
              std::vector<uint64_t>* victims) override;
+  bool touch_is_idempotent() const override { return true; }  // every touched idle key ends at the MRU end, in order
 
  private:
   void to_mru(uint64_t key);
