@@ -148,6 +148,13 @@ TEST(Disagg, CrossNodePullGoesOverTheNicRail) {
   EXPECT_GT(r.summary.disaggregation.pull_ms.p50, bytes / 35e9 * 1e3);
 }
 
+// One prefill and one decode instance, packed on `topology`, every request prefilled remotely.
+std::string one_prefill_one_decode(const std::string& topology) {
+  return "cluster:\n  topology: " + topology +
+         "\n  pools:\n    - {name: p, role: prefill, instances: 1}\n    - {name: d, role: decode, instances: 1}\n"
+         "  disaggregation: {decider: always}\n";
+}
+
 TEST(Disagg, MlaTp8PullsTheLatentOncePerDecodeRank) {
   // DeepSeek-V3 on 8 x H200 each side (two nodes): 61 x 576 x 2 B = 70,272 B per token per rank.
   const std::string text = R"(
@@ -157,13 +164,7 @@ seed: 1
 engine: {block_size: 64, tensor_parallel_size: 8, max_num_seqs: 16}
 workload:
   synthetic: {kind: poisson, rate: 2, num_requests: 3, input_tokens: 1000, output_tokens: 4}
-cluster:
-  topology: hgx-h100-2node-ib-ndr
-  pools:
-    - {name: p, role: prefill, instances: 1}
-    - {name: d, role: decode, instances: 1}
-  disaggregation: {decider: always}
-)";
+)" + one_prefill_one_decode("hgx-h100-2node-ib-ndr");
   const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
   EXPECT_EQ(r.summary.disaggregation.flows, 3 * 8);
   // 1000 tokens in 16 blocks of 64 = 1,024 tokens' pages, read whole by each of 8 decode ranks.
@@ -181,13 +182,7 @@ seed: 1
 engine: {block_size: 16, tensor_parallel_size: 8}
 workload:
   synthetic: {kind: poisson, rate: 2, num_requests: 3, input_tokens: 500, output_tokens: 4}
-cluster:
-  topology: gb200-nvl72
-  pools:
-    - {name: p, role: prefill, instances: 1}
-    - {name: d, role: decode, instances: 1}
-  disaggregation: {decider: always}
-)";
+)" + one_prefill_one_decode("gb200-nvl72");
   const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
   ASSERT_EQ(r.collector->transfers().size(), 3u * 8);
   std::set<int> src, dst;
