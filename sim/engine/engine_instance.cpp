@@ -139,6 +139,7 @@ void EngineInstance::on_schedule() {
   while (true) {
     scheduler_.schedule(ctx_.now(), out_);
     totals_.preemptions += out_.preemptions;
+    step_preemptions_ += out_.preemptions;
     if (offload_)
       for (int slot : out_.preempted) preempted_.push_back(scheduler_.request(slot).record.id);
     for (int slot : out_.rejected) {
@@ -158,6 +159,16 @@ void EngineInstance::on_schedule() {
     KVSIM_CHECK(scheduler_.num_running() == 0, "running requests but nothing scheduled");
     // Blocks held for another instance come back when a pull ends or a held send is released.
     if (scheduler_.num_external_holds() > 0) return;
+    // Loaded requests queued behind the head hold blocks it lacks: they go back to waiting (a deviation
+    // from vLLM, which stalls here; scheduler.h).
+    out_.preempted.clear();
+    if (const int n = scheduler_.preempt_loaded_behind_head(out_); n > 0) {
+      totals_.preemptions += n;
+      step_preemptions_ += n;
+      if (offload_)
+        for (int slot : out_.preempted) preempted_.push_back(scheduler_.request(slot).record.id);
+      continue;
+    }
     // The head of the waiting queue does not fit even in an empty pool: it can never run.
     const int slot = scheduler_.pop_unschedulable_head();
     emit_rejected(scheduler_.request(slot).record);
@@ -304,7 +315,8 @@ void EngineInstance::on_step_done() {
   StepRecord step;
   step.start = step_start_;
   step.end = now;
-  step.preemptions = out_.preemptions;
+  step.preemptions = step_preemptions_;  // every planning round of this step, not only the last
+  step_preemptions_ = 0;
   step.instance = config_.instance;
   if (offload_) {
     step.store_wait_ns = store_wait_.ns();

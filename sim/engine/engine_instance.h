@@ -138,6 +138,7 @@ class EngineInstance {
   bool schedule_pending_ = false;
   int window_ = 0;  // sliding window used for the windowed batch aggregates (0: none)
   EngineTotals totals_;
+  int64_t step_preemptions_ = 0;  // preemptions since the last step record (rounds that scheduled nothing too)
   std::vector<int> done_;
   // KV offload store fence (rule 24): blocks the pool handed out and requests preempted while planning
   // the step, and how long the step waited for their stores.

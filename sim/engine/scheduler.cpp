@@ -591,6 +591,20 @@ void Scheduler::release(int slot) {
   free_slots_.push_back(slot);
 }
 
+int Scheduler::preempt_loaded_behind_head(SchedulerOutput& out) {
+  KVSIM_CHECK(running_.empty(), "preempting loaded requests while others run");
+  int n = 0;
+  // From the back, so that they keep their order at the front of the waiting queue.
+  while (remote_ready_.size() > 1) {
+    const int slot = remote_ready_.back();
+    remote_ready_.pop_back();
+    preempt(slot, out);
+    ++out.preemptions;
+    ++n;
+  }
+  return n;
+}
+
 int Scheduler::pop_unschedulable_head() {
   KVSIM_CHECK(running_.empty() && (!waiting_empty() || !remote_ready_.empty()), "no unschedulable head");
   int slot;

@@ -58,6 +58,36 @@ TEST(OffloadScenario, TierBytesNeverExceedTheTierSizeAndHitsAddUp) {
   }
 }
 
+// A pool of 15 usable blocks of 128 tokens and 35 requests of 1,023 + 170 tokens (at most
+// ceil(1,193 / 128) = 10 blocks each), 4 at a time: two requests whose 7-block tier hits (896 tokens) were
+// loaded side by side hold 14 blocks, and the first needs 2 more for the rest of its 1,025 tokens after a
+// preemption. vLLM stalls there (a waiting request is never preempted); kvsim used to reject the first as
+// "does not fit even in the empty KV cache". Now the second goes back to waiting: every request finishes,
+// and every preemption is in the steps of the run file, also those of rounds that scheduled nothing.
+TEST(OffloadScenario, LoadedRequestsBehindAStuckHeadAreNotCalledUnfittable) {
+  const Scenario s = parse_scenario(R"(
+model: models/qwen3-8b.json
+gpu: h100-sxm
+seed: 1
+engine:
+  block_size: 128
+  max_model_len: 1816
+  num_gpu_blocks: 16
+  kv_offload: {tiers: [{tier: host_dram, size: 64GiB}]}
+workload:
+  synthetic: {kind: shared_prefix, groups: 5, requests_per_group: 7, prefix_tokens: 933, suffix_tokens: 90,
+              concurrency: 4, output_tokens: 170}
+)",
+                                    "stuck.yaml");
+  const SimulationResult r = run_simulation(s, RunOptions{});
+  EXPECT_EQ(r.summary.requests.finished, 35);
+  EXPECT_GT(r.summary.kv_offload.hit_tokens, 0);
+  ASSERT_GT(r.summary.preemptions, 0);
+  int64_t in_steps = 0;
+  for (const StepRecord& step : r.collector->steps()) in_steps += step.preemptions;
+  EXPECT_EQ(in_steps, r.summary.preemptions);
+}
+
 // The time series of the run file carries each tier's occupancy, /requests the hits by tier.
 TEST(OffloadScenario, RunFileHasTierColumns) {
   const SimulationResult r = run({});
