@@ -54,9 +54,8 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& options) 
     MemoryRule rule;
     rule.engine = opt.engine;
     rule.fraction = r.memory_fraction;
-    rule.reserve_bytes = opt.reserve_bytes.value_or(
-        static_cast<int64_t>(std::llround(opt.gpu->activation_reserve_fraction * opt.gpu->memory_bytes)));
-    if (opt.engine == EngineKind::kSglang && !opt.reserve_bytes) rule.reserve_bytes = 0;  // outside the fraction
+    rule.reserve_bytes = opt.reserve_bytes.value_or(default_reserve_bytes(
+        opt.engine, static_cast<int64_t>(std::llround(opt.gpu->activation_reserve_fraction * opt.gpu->memory_bytes))));
     r.memory = kv_memory(opt.gpu->memory_bytes, r.weight_bytes_per_gpu, rule);
     available = r.memory->kv_available;
   }

@@ -129,8 +129,8 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   MemoryRule rule;
   rule.engine = kind;
   rule.fraction = e.gpu_memory_utilization.value_or(default_memory_fraction(kind, par.tp));
-  rule.reserve_bytes = e.activation_reserve.value_or(
-      static_cast<int64_t>(std::llround(gpu.activation_reserve_fraction * gpu.memory_bytes)));
+  rule.reserve_bytes = e.activation_reserve.value_or(default_reserve_bytes(
+      kind, static_cast<int64_t>(std::llround(gpu.activation_reserve_fraction * gpu.memory_bytes))));
   const MemoryBudget mb = kv_memory(gpu.memory_bytes, weights_per_gpu, rule);
   available = mb.kv_available;
   c.layout = build_kv_layout(model, block, kv, sdt, par, std::max<int64_t>(available, 0));

@@ -390,6 +390,10 @@ double default_memory_fraction(EngineKind engine, int tp) {
   return 0.9;
 }
 
+int64_t default_reserve_bytes(EngineKind engine, int64_t gpu_reserve_bytes) {
+  return engine == EngineKind::kSglang ? 0 : gpu_reserve_bytes;
+}
+
 MemoryBudget kv_memory(int64_t gpu_memory, int64_t weight_bytes_per_gpu, const MemoryRule& rule) {
   MemoryBudget m;
   m.total = gpu_memory;

@@ -124,6 +124,11 @@ struct MemoryRule {
 // Default fraction: vLLM 0.92 (0.9 before v0.21, PR #38284); SGLang's mem_fraction_static from its
 // TP-size table; TensorRT-LLM free_gpu_memory_fraction 0.9.
 double default_memory_fraction(EngineKind engine, int tp);
+// Default activation + CUDA-graph reserve out of the engine's share: the GPU file's activation_reserve
+// (`gpu_reserve_bytes`) for vLLM and TensorRT-LLM; 0 for SGLang, whose mem_fraction_static covers weights and
+// the KV pool only (model_runner.py: rest = free after weights - total x (1 - mem_fraction_static)), so its
+// activations and graphs live in the rest.
+int64_t default_reserve_bytes(EngineKind engine, int64_t gpu_reserve_bytes);
 struct MemoryBudget {
   int64_t total = 0;         // GPU memory as the engine sees it
   int64_t engine_share = 0;  // what the rule lets the engine take

@@ -41,5 +41,20 @@ TEST(QuantisedCapacity, GptOssFp4IsTheCheckpointAndForcedMxfp4FreesItsWeightByte
   EXPECT_NEAR(static_cast<double>(kv8.layout.num_blocks), 2.0 * static_cast<double>(a.layout.num_blocks), 2.0);
 }
 
+// SGLang's mem_fraction_static covers the weights and the KV pool; activations and CUDA graphs live in the
+// rest (model_runner.py), so the GPU file's activation reserve is not taken out of the pool: set it by hand
+// and the block count drops by exactly its bytes (to within one block); leave it and the pool is what
+// `kvsim size --engine sglang` prints (reserve 0).
+TEST(QuantisedCapacity, SglangKeepsTheActivationReserveOutsideItsFraction) {
+  const EngineConfig none = resolve("kind: sglang");
+  const EngineConfig zero = resolve("kind: sglang, activation_reserve: 0");
+  const EngineConfig gib = resolve("kind: sglang, activation_reserve: 4GiB");
+  EXPECT_EQ(none.layout.num_blocks, zero.layout.num_blocks);
+  const int64_t lost = (zero.layout.num_blocks - gib.layout.num_blocks) * zero.layout.bytes_per_block;
+  EXPECT_NEAR(static_cast<double>(lost), 4.0 * (1 << 30), static_cast<double>(zero.layout.bytes_per_block));
+  // vLLM takes the GPU file's 3.5 GiB reserve out of its share by default.
+  EXPECT_NE(resolve("kind: vllm").layout.num_blocks, resolve("kind: vllm, activation_reserve: 0").layout.num_blocks);
+}
+
 }  // namespace
 }  // namespace kvsim
