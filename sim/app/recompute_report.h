@@ -41,6 +41,8 @@ struct RecomputeReport {
   int64_t chunk = 0;
 };
 
+// The most prefill steps (longest context / chunk) a report prices: beyond, an InputError.
+inline constexpr int64_t kMaxRecomputeChunks = int64_t{1} << 20;
 RecomputeReport build_recompute_report(const ModelSpec& spec, const ILatencyModel& model, DType kv,
                                        const StateDtypes& dt, const Parallel& par, const std::vector<TierSpec>& tiers,
                                        const std::vector<int64_t>& contexts, int64_t max_context, int64_t chunk);

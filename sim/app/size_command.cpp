@@ -209,6 +209,15 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
 
   if (vm["recompute"].as<bool>() && !vm.count("gpu")) throw InputError("--recompute needs --gpu");
   if (vm["recompute-chunk"].as<int64_t>() < 1) throw InputError("--recompute-chunk must be >= 1");
+  if (vm["recompute"].as<bool>()) {
+    // Before any output: the context lengths asked for are more prefill steps than a report prices.
+    const int64_t chunk = vm["recompute-chunk"].as<int64_t>();
+    for (int64_t c : opt.contexts)
+      if (c / chunk > kMaxRecomputeChunks)
+        throw InputError("--recompute: --context " + std::to_string(c) + " in chunks of " + std::to_string(chunk) +
+                         " (--recompute-chunk) is more than " + std::to_string(kMaxRecomputeChunks) +
+                         " prefill steps to price");
+  }
   if (vm.count("tier") && !vm["recompute"].as<bool>()) throw InputError("--tier needs --recompute");
   // A config that fails does not stop the others: they are printed, the errors follow on stderr, and
   // the exit code is 2. With no config left there is nothing to print: the (last) error is thrown.

@@ -14,6 +14,17 @@
 namespace kvsim {
 namespace {
 
+// The message of the InputError `f` throws ("" when it throws none).
+template <typename F>
+std::string input_error(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(std::string(KVSIM_SOURCE_DIR) + "/" + path, std::ios::binary);
   std::ostringstream ss;
@@ -132,6 +143,31 @@ TEST(ConfigRobustness, DuplicateJsonKeysAreErrors) {
     EXPECT_NE(std::string(e.what()).find("d.json:1:18"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("duplicate key 'a'"), std::string::npos) << e.what();
   }
+}
+
+// Past 16 members the check uses a set (100,000 keys took 24 s scanned): a repeat far down a large object
+// is still found, at its own position.
+TEST(ConfigRobustness, DuplicateKeyOfALargeObjectIsFound) {
+  std::string text = "{";
+  for (int i = 0; i < 40; ++i) text += "\"k" + std::to_string(i) + "\": " + std::to_string(i) + ", ";
+  text += "\"k7\": 0}";
+  const std::string err = input_error([&] { parse_json(text, "big.json"); });
+  EXPECT_NE(err.find("duplicate key 'k7'"), std::string::npos) << err;
+  EXPECT_NE(err.find("big.json:1:" + std::to_string(text.rfind("\"k7\"") + 1) + ":"), std::string::npos) << err;
+}
+
+// Python's json, which wrote these files, refuses 036; it was read as 36. A document of more than 2^21
+// values is refused (a 64 MiB array of zeros took 3.5 GB).
+TEST(ConfigRobustness, LeadingZerosAndHugeDocumentsAreErrors) {
+  EXPECT_NE(input_error([] {
+              parse_json(R"({"num_hidden_layers": 036})", "z.json");
+            }).find("z.json:1:23: invalid JSON: number with a leading zero"),
+            std::string::npos);
+  EXPECT_EQ(parse_json("[0, -0, 0.5, -0.25, 10]", "ok.json").array().size(), 5u);
+  std::string many = "[";
+  for (int i = 0; i < (1 << 21); ++i) many += "0,";
+  many += "0]";
+  EXPECT_NE(input_error([&] { parse_json(many, "many.json"); }).find("more than 2097152 values"), std::string::npos);
 }
 
 TEST(ConfigRobustness, BinaryBytesAndBadSurrogatesAreNamedNotEchoed) {
