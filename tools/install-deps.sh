@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kvsim needs, only those that are missing. Nothing else is downloaded.
 set -euo pipefail
-pkgs=(build-essential cmake libboost-program-options-dev libboost-graph-dev libyaml-cpp-dev libeigen3-dev
-      libhdf5-dev libgtest-dev libbenchmark-dev python3 python3-h5py python3-pandas python3-matplotlib
+pkgs=(build-essential cmake pkg-config libboost-program-options-dev libboost-graph-dev libyaml-cpp-dev libeigen3-dev
+      libre2-dev libhdf5-dev libgtest-dev libbenchmark-dev python3 python3-h5py python3-pandas python3-matplotlib
       openmpi-bin libopenmpi-dev
       chromium)  # headless, renders analysis/compare.py's report in tests/sweep/compare_report_test.cpp
 missing=()

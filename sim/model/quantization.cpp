@@ -1,5 +1,7 @@
 #include "sim/model/quantization.h"
 
+#include <re2/re2.h>
+
 #include "sim/core/errors.h"
 
 namespace kvsim {
@@ -35,7 +37,7 @@ void append_patterns(const JsonValue& o, const char* key, const std::string& whe
   }
 }
 
-std::regex compile(const std::string& pattern, const std::string& where) {
+std::shared_ptr<const re2::RE2> compile(const std::string& pattern, const std::string& where) {
   std::string re;
   if (pattern.rfind("re:", 0) == 0) {
     re = pattern.substr(3);
@@ -52,11 +54,15 @@ std::regex compile(const std::string& pattern, const std::string& where) {
     }
     re += "($|\\.)";
   }
-  try {
-    return std::regex(re);
-  } catch (const std::regex_error&) {
-    throw InputError(where + ": bad module pattern '" + pattern + "'");
-  }
+  // RE2 (Python re's syntax less backreferences and lookaround) matches in linear time: with a
+  // backtracking engine "re:(.*)*x" never returned.
+  re2::RE2::Options options;
+  options.set_log_errors(false);
+  auto compiled = std::make_shared<const re2::RE2>(re, options);
+  if (!compiled->ok())
+    throw InputError(where + ": bad module pattern '" + pattern + "' (" + compiled->error() +
+                     "; kvsim matches patterns with RE2, which has no backreferences or lookaround)");
+  return compiled;
 }
 
 void set_fp8(QuantGroup& s, const JsonValue& q, const std::string& where, int scale_bits) {
@@ -153,7 +159,7 @@ ModulePattern::ModulePattern(const std::string& pattern, const std::string& wher
 }
 
 bool ModulePattern::matches(const std::string& module) const {
-  if (plain_.empty()) return std::regex_search(module, re_);
+  if (plain_.empty()) return re2::RE2::PartialMatch(module, *re_);
   for (size_t at = module.find(plain_); at != std::string::npos; at = module.find(plain_, at + 1)) {
     const size_t end = at + plain_.size();
     if ((at == 0 || module[at - 1] == '.') && (end == module.size() || module[end] == '.')) return true;

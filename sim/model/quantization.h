@@ -15,12 +15,16 @@
 // model.layers.3.mlp.experts.gate_up_proj); a multimodal checkpoint's "language_model." prefix is
 // tried too.
 #include <cstdint>
-#include <regex>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "sim/model/json.h"
 #include "sim/model/model_spec.h"
+
+namespace re2 {
+class RE2;
+}
 
 namespace kvsim {
 
@@ -30,15 +34,15 @@ QuantScheme read_quantization(const JsonValue& q, const std::string& where);
 bool module_matches(const std::string& pattern, const std::string& module);
 
 // One compiled pattern: a plain dotted name is matched on component boundaries without a regex
-// (configs list thousands of them); wildcards and "re:" patterns use std::regex.
+// (configs list thousands of them); wildcards and "re:" patterns use RE2 (linear time).
 class ModulePattern {
  public:
   ModulePattern(const std::string& pattern, const std::string& where);
   bool matches(const std::string& module) const;
 
  private:
-  std::string plain_;  // empty when re_ is used
-  std::regex re_;
+  std::string plain_;                   // empty when re_ is used
+  std::shared_ptr<const re2::RE2> re_;  // RE2: linear time, a pattern like (.*)*x cannot hang a run
 };
 
 // Adds up parameters and their stored bits, one weight at a time.

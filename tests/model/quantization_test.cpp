@@ -195,5 +195,21 @@ TEST(ModulePatterns, GlobsMatchWholeComponentsAndRegexesSearch) {
   EXPECT_FALSE(module_matches("re:.*mlp\\.(gate|up|down)_proj.*", "model.layers.1.mlp.experts.up_proj"));
 }
 
+// A backtracking engine never returned from "(.*)*x" on a long name that lacks the x; RE2 answers at once,
+// and a pattern it cannot take (a lookahead) is refused by name instead of misread.
+TEST(ModulePatterns, NestedQuantifiersDoNotHangAndLookaroundIsRefused) {
+  const std::string name = "model.layers.17.mlp.shared_mlp.123.gate_up_proj.weight_scale_inv.and_some_more_words";
+  EXPECT_FALSE(module_matches("re:(.*)*x", name));
+  EXPECT_FALSE(module_matches("re:((((.*)*)*)*)*zz", name));
+  EXPECT_TRUE(module_matches("re:(.*)*gate_up", name));
+  try {
+    module_matches("re:layers\\.(?!0\\.)", name);
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad module pattern 're:layers\\.(?!0\\.)'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("RE2"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace kvsim
