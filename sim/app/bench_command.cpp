@@ -153,7 +153,8 @@ int run_bench_command(const std::vector<std::string>& args, std::ostream& out) {
   // clang-format on
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    // No positional arguments: an empty description makes a stray word an error, not silently ignored.
+    po::store(po::command_line_parser(args).options(desc).positional(po::positional_options_description()).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw InputError(std::string("bench: ") + e.what());

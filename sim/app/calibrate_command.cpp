@@ -60,7 +60,8 @@ int run_calibrate_command(const std::vector<std::string>& args, std::ostream& ou
   // clang-format on
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    // No positional arguments: an empty description makes a stray word an error, not silently ignored.
+    po::store(po::command_line_parser(args).options(desc).positional(po::positional_options_description()).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw InputError(std::string("calibrate: ") + e.what());
@@ -170,6 +171,7 @@ int run_calibrate_command(const std::vector<std::string>& args, std::ostream& ou
     for (const Coef& c : coefs)
       f << c.gpu << "," << c.op << "," << c.name << "," << num("%.6g", c.value) << "," << c.unit << "," << c.rows << ","
         << num("%.4f", c.err.median) << "," << num("%.4f", c.err.p90) << "\n";
+    if (!f.flush()) throw InputError("--out: writing " + path + " failed (disk full?)");
     out << "wrote " << path << "\n";
   }
   return 0;

@@ -1,6 +1,7 @@
 // kvsim: a discrete-event simulator of LLM serving built around the KV cache.
 // Subcommands: size, run, sweep, bench, calibrate, validate. Bad input prints one line "kvsim: error: ..." and exits
 // with 2.
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -42,7 +43,17 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   try {
-    return kvsim::dispatch_command(cmd, args, std::cout);
+    const int rc = kvsim::dispatch_command(cmd, args, std::cout);
+    // Output that did not reach its file (a full disk, a closed pipe) is not a success.
+    if (!std::cout.flush()) {
+      std::cerr << "kvsim: error: writing the standard output failed (disk full or pipe closed?)\n";
+      return 2;
+    }
+    return rc;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user named that cannot be examined (a symbolic-link loop, no permission): bad input.
+    std::cerr << "kvsim: error: " << kvsim::one_line(e.what()) << "\n";
+    return 2;
   } catch (const kvsim::InputError& e) {
     std::cerr << "kvsim: error: " << kvsim::one_line(e.what()) << "\n";
     return 2;

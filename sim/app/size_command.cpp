@@ -163,7 +163,7 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   opt.par.dp = vm["dp"].as<int>();
   opt.par.pp = vm["pp"].as<int>();
   opt.par.ep = vm["ep"].as<int>();
-  if (opt.par.ep < 0) throw InputError("--ep must be >= 1 (got " + std::to_string(opt.par.ep) + ")");
+  if (opt.par.ep < 0) throw InputError("--ep must be >= 1, or 0 for none (got " + std::to_string(opt.par.ep) + ")");
   opt.par.expert_parallel = vm["enable-expert-parallel"].as<bool>() || opt.par.ep > 0;
   opt.decode_tp = vm["decode-tp"].as<int>();
   if (opt.decode_tp < 0) throw InputError("--decode-tp must be >= 1");

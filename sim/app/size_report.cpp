@@ -229,12 +229,21 @@ void print_size_table(const std::vector<SizeReport>& reports, const SizeOptions&
           << " each, plus 2 wrapper tokens each), " << format_bytes(r.image_bytes) << " of cache\n";
     if (r.memory) {
       const auto& m = *r.memory;
-      out << "  " << opt.gpu->name << ": " << format_bytes(m.total) << " total; " << engine_name(opt.engine)
-          << " fraction " << fmt("%.2f", r.memory_fraction) << " -> " << format_bytes(m.engine_share) << "; weights "
-          << format_bytes(m.weights) << "; activation + CUDA graph reserve " << format_bytes(m.reserve)
-          << "; KV cache ";
+      out << "  " << opt.gpu->name << ": " << format_bytes(m.total) << " total; ";
+      if (opt.engine == EngineKind::kTrtllm) {
+        // free_gpu_memory_fraction is a share of what the weights and the reserve leave (sizing.cpp kv_memory).
+        out << "weights " << format_bytes(m.weights) << "; activation + CUDA graph reserve " << format_bytes(m.reserve)
+            << "; free " << format_bytes(std::max<int64_t>(m.engine_share, 0)) << " x trtllm fraction "
+            << fmt("%.2f", r.memory_fraction) << "; KV cache ";
+      } else {
+        out << engine_name(opt.engine) << " fraction " << fmt("%.2f", r.memory_fraction) << " -> "
+            << format_bytes(m.engine_share) << "; weights " << format_bytes(m.weights)
+            << "; activation + CUDA graph reserve " << format_bytes(m.reserve) << "; KV cache ";
+      }
       if (m.kv_available > 0)
         out << format_bytes(m.kv_available) << " = " << group_digits(r.layout.num_blocks) << " blocks\n";
+      else if (opt.engine == EngineKind::kTrtllm)
+        out << "none (weights and reserve exceed the GPU's memory by " << format_bytes(-m.engine_share) << ")\n";
       else
         out << "none (weights and reserve exceed the engine's share by " << format_bytes(-m.kv_available) << ")\n";
       if (!r.fits)

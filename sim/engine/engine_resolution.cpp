@@ -162,6 +162,12 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
         model.name + " does not fit on " + gpu.name + " (" + format_bytes(gpu.memory_bytes) + "): weights " +
         format_bytes(weights_per_gpu) + " per GPU at tensor_parallel_size " + std::to_string(par.tp) + " and reserve " +
         format_bytes(mb.reserve) + " " + share + ", leaving no room for the KV cache");
+  } else if (c.layout.num_blocks > INT32_MAX) {
+    // Block ids are 32-bit (a GPU file with memory in the millions of TiB gave trillions of blocks).
+    throw InputError(where.file + ": " + where.gpu_key + ": " + gpu.name + "'s " + format_bytes(gpu.memory_bytes) +
+                     " hold " + std::to_string(c.layout.num_blocks) +
+                     " KV blocks, more than kvsim's 2^31 - 1 block ids; raise engine.block_size or set "
+                     "engine.num_gpu_blocks");
   }
   // vllm/engine/arg_utils.py get_batch_defaults for `vllm serve`: >= 160 GiB: 16384 / 1024;
   // >= 70 GiB and not A100: 8192 / 1024; otherwise 2048 / 256.

@@ -78,7 +78,12 @@ class ConfigView {
     if (!v.is_number()) fail(key, "must be a number");
     if (v.is_integer()) return v.integer();
     const double d = v.number();
-    if (!(std::fabs(d) < 9.0e18)) fail(key, "must be an integer in range (got " + json_number(d) + ")");
+    if (!(std::fabs(d) < 9.0e18))  // json_number writes NaN and the infinities as null
+      fail(key, "must be an integer in range (got " +
+                    (std::isnan(d)   ? std::string("NaN")
+                     : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
+                                     : json_number(d)) +
+                    ")");
     if (d != static_cast<double>(static_cast<int64_t>(d))) fail(key, "must be an integer");
     return static_cast<int64_t>(d);
   }
@@ -310,7 +315,9 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
   } else if (c.has("full_attention_interval")) {
     // Qwen3-Next: layer i is full attention when (i + 1) % interval == 0, else gated DeltaNet.
     const int64_t interval = c.integer("full_attention_interval");
-    if (interval <= 0) c.fail("full_attention_interval", "must be > 0");
+    if (interval <= 0 || interval > n)
+      c.fail("full_attention_interval", "must be in [1, num_hidden_layers " + std::to_string(n) + "] (got " +
+                                            std::to_string(interval) + ": no attention layer at all)");
     StateShape gs = gdn_state(c);
     for (int i = 0; i < n; ++i) {
       if ((i + 1) % interval == 0) {
@@ -342,11 +349,17 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
   }
   // MoE layers (Qwen-MoE, gpt-oss, Qwen3-Next): every layer unless mlp_only_layers / sparse step.
   if (spec.num_experts > 0) {
-    const int64_t step = c.integer_or("decoder_sparse_step", 1);
+    // A step of 0 or below, or beyond the layers, left no MoE layer at all (30.5 B parameters read as 3.3 B).
+    const int64_t step = c.integer_or("decoder_sparse_step", 1, 1, n);
     std::vector<bool> mlp_only(n, false);
-    if (const JsonValue* m = c.get("mlp_only_layers"))
-      for (const auto& v : m->array())
-        if (v.is_number() && v.number() >= 0 && v.number() < n) mlp_only[static_cast<int>(v.number())] = true;
+    if (const JsonValue* m = c.get("mlp_only_layers")) {
+      if (!m->is_array()) c.fail("mlp_only_layers", "must be a list of layer indices");
+      for (const auto& v : m->array()) {
+        if (!v.is_integer() || v.integer() < 0 || v.integer() >= n)
+          c.fail("mlp_only_layers", "must hold layer indices in [0, " + std::to_string(n - 1) + "]");
+        mlp_only[static_cast<size_t>(v.integer())] = true;
+      }
+    }
     for (int i = 0; i < n; ++i) spec.layers[i].moe = !mlp_only[i] && step > 0 && ((i + 1) % step == 0);
   }
 }
@@ -406,7 +419,7 @@ ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const
   if (spec.num_experts > 0) {
     spec.experts_per_token = static_cast<int>(
         c.integer_any({"num_experts_per_tok", "experts_per_token", "top_k_experts"}, 1, spec.num_experts));
-    spec.moe_intermediate_size = c.integer_or("moe_intermediate_size", spec.intermediate_size, 0, kMaxFfn);
+    spec.moe_intermediate_size = c.integer_or("moe_intermediate_size", spec.intermediate_size, 1, kMaxFfn);
     spec.shared_expert_intermediate_size = c.integer_or("shared_expert_intermediate_size", 0, 0, kMaxFfn);
     if (c.has("n_shared_experts"))
       spec.shared_expert_intermediate_size = c.integer("n_shared_experts", 0, 64) * spec.moe_intermediate_size;
@@ -416,7 +429,12 @@ ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const
       c.integer_or("chunk_size", c.integer_or("mamba_chunk_size", 0, 0, kMaxTokens >> 20), 0, kMaxTokens >> 20));
 
   read_layers(c, cfg, spec);
+  // Flags the parameter count reads: a non-boolean was read as false.
+  c.boolean_or("attention_bias", false);
+  c.boolean_or("attn_output_gate", false);
 
+  if (const JsonValue* vis = doc.find("vision_config"); vis && !vis->is_null() && !vis->is_object())
+    throw InputError(source + ": vision_config: must be an object (a string or number was read as no vision tower)");
   if (const JsonValue* vis = doc.find("vision_config"); vis && vis->is_object()) {
     ConfigView v(*vis, source + " (vision_config)", spec.model_type);
     spec.has_vision = true;
@@ -439,6 +457,7 @@ ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const
     // Read by the parameter count.
     v.integer_or("hidden_size", 0, 0, kMaxDim);
     v.integer_or("depth", 0, 0, kMaxLayers >> 4);
+    v.integer_or("num_hidden_layers", 0, 0, kMaxLayers >> 4);  // the depth of towers without `depth`
     v.integer_or("intermediate_size", 0, 0, kMaxFfn >> 4);
     v.integer_or("temporal_patch_size", 2, 1, 16);
     v.integer_or("in_channels", 3, 1, 16);

@@ -141,24 +141,28 @@ int64_t ffn_params(const ModelSpec& s, const LayerSpec& l, const JsonValue& c, i
   return router + experts + shared;
 }
 
-int64_t vision_params(const JsonValue& v, int64_t out_hidden_default) {
+// Vision towers are counted in 128 bits: every size is bounded by the reader, their products are not
+// (MoonViT's 4,194,304-wide keys gave 7e19 parameters, wrapped).
+using Wide = __int128;
+
+Wide vision_params(const JsonValue& v, int64_t out_hidden_default) {
   // Qwen3-VL vision tower: patch embed (3D conv), learned positions, ViT blocks with LayerNorm and
   // GELU MLP (all with biases), the patch merger and one deepstack merger per listed layer. Other
   // ViT-style towers (Gemma) are counted with the same block, depth from num_hidden_layers.
-  const int64_t w = get(v, "hidden_size", 0), depth = get(v, "depth", get(v, "num_hidden_layers", 0)),
-                I = get(v, "intermediate_size", 0);
-  const int64_t patch = get(v, "patch_size", 14), tps = get(v, "temporal_patch_size", 2),
-                in_ch = get(v, "in_channels", 3), merge = get(v, "spatial_merge_size", 2),
-                npos = get(v, "num_position_embeddings", 0), out = get(v, "out_hidden_size", out_hidden_default);
-  int64_t p = in_ch * tps * patch * patch * w + w + npos * w;
-  const int64_t block = 4 * w /*2 LayerNorms*/ + 3 * w * w + 3 * w + w * w + w + 2 * w * I + I + w;
+  const Wide w = get(v, "hidden_size", 0), depth = get(v, "depth", get(v, "num_hidden_layers", 0)),
+             I = get(v, "intermediate_size", 0);
+  const Wide patch = get(v, "patch_size", 14), tps = get(v, "temporal_patch_size", 2), in_ch = get(v, "in_channels", 3),
+             merge = get(v, "spatial_merge_size", 2), npos = get(v, "num_position_embeddings", 0),
+             out = get(v, "out_hidden_size", out_hidden_default);
+  Wide p = in_ch * tps * patch * patch * w + w + npos * w;
+  const Wide block = 4 * w /*2 LayerNorms*/ + 3 * w * w + 3 * w + w * w + w + 2 * w * I + I + w;
   p += depth * block;
-  const int64_t mw = w * merge * merge;
-  const int64_t merger = 2 * w + mw * mw + mw + mw * out + out;        // norm over w, two linear layers
-  const int64_t deep_merger = 2 * mw + mw * mw + mw + mw * out + out;  // deepstack norm over merged width
-  int64_t n_deep = 0;
+  const Wide mw = w * merge * merge;
+  const Wide merger = 2 * w + mw * mw + mw + mw * out + out;        // norm over w, two linear layers
+  const Wide deep_merger = 2 * mw + mw * mw + mw + mw * out + out;  // deepstack norm over merged width
+  Wide n_deep = 0;
   if (const JsonValue* d = v.find("deepstack_visual_indexes"); d && d->is_array())
-    n_deep = static_cast<int64_t>(d->array().size());
+    n_deep = static_cast<Wide>(d->array().size());
   return p + merger + n_deep * deep_merger;
 }
 
@@ -167,17 +171,16 @@ int64_t vision_params(const JsonValue& v, int64_t out_hidden_default) {
 // two LayerNorms, fused qkv and output projection (biases), a GELU MLP of vt_intermediate_size (biases),
 // a final LayerNorm, then the patch merger projector: LayerNorm over vt_hidden_size, linear
 // (vt_hidden_size x merge^2) -> same, linear -> text_hidden_size, with biases.
-int64_t moonvit_params(const JsonValue& v, int64_t out_hidden_default) {
-  const int64_t w = get(v, "vt_hidden_size", 0), depth = get(v, "vt_num_hidden_layers", 0),
-                I = get(v, "vt_intermediate_size", 0), patch = get(v, "patch_size", 14),
-                in_ch = get(v, "in_channels", 3),
-                pos = get(v, "init_pos_emb_height", 0) * get(v, "init_pos_emb_width", 0),
-                out = get(v, "text_hidden_size", out_hidden_default);
-  int64_t merge = 2 * 2;
+Wide moonvit_params(const JsonValue& v, int64_t out_hidden_default) {
+  const Wide w = get(v, "vt_hidden_size", 0), depth = get(v, "vt_num_hidden_layers", 0),
+             I = get(v, "vt_intermediate_size", 0), patch = get(v, "patch_size", 14), in_ch = get(v, "in_channels", 3),
+             pos = Wide{get(v, "init_pos_emb_height", 0)} * get(v, "init_pos_emb_width", 0),
+             out = get(v, "text_hidden_size", out_hidden_default);
+  Wide merge = 2 * 2;
   if (const JsonValue* m = v.find("merge_kernel_size"); m && m->is_array() && m->array().size() == 2)
-    merge = static_cast<int64_t>(m->array()[0].number()) * static_cast<int64_t>(m->array()[1].number());
-  const int64_t block = 4 * w + 3 * w * w + 3 * w + w * w + w + 2 * w * I + I + w;
-  const int64_t mw = w * merge;
+    merge = static_cast<Wide>(m->array()[0].number()) * static_cast<Wide>(m->array()[1].number());
+  const Wide block = 4 * w + 3 * w * w + 3 * w + w * w + w + 2 * w * I + I + w;
+  const Wide mw = w * merge;
   return in_ch * patch * patch * w + w + pos * w + depth * block + 2 * w /*final norm*/ + 2 * w + mw * mw + mw +
          mw * out + out;
 }
@@ -235,9 +238,10 @@ void count_params(const JsonValue& doc, const JsonValue& c, ModelSpec& s) {
   s.params = n.total;
   s.active_params = n.total - n.inactive;
   if (const JsonValue* v = doc.find("vision_config"); v && v->is_object()) {
-    s.vision_params = v->find("vt_hidden_size") ? moonvit_params(*v, h) : vision_params(*v, h);
-    if (s.vision_params > kMaxParams)
+    const Wide vp = v->find("vt_hidden_size") ? moonvit_params(*v, h) : vision_params(*v, h);
+    if (vp > kMaxParams || vp < 0)
       throw InputError(s.path + ": vision_config sizes give over " + std::to_string(kMaxParams) + " parameters");
+    s.vision_params = static_cast<int64_t>(vp);
   }
   // The vision tower is kept in 16 bits (Kimi-K2.5 and gpt-oss-style configs ignore it).
   s.quantized_params = w.quantized_params();

@@ -57,7 +57,14 @@ DType default_kv_dtype(const ModelSpec& spec) {
 }
 
 DType resolve_kv_dtype(const ModelSpec& spec, const std::string& text, const std::string& what) {
-  return text == "auto" ? default_kv_dtype(spec) : parse_dtype(text, what);
+  if (text == "auto") return default_kv_dtype(spec);
+  const DType d = parse_dtype(text, what);
+  // vLLM's fp8_ds_mla is the layout of an MLA latent row (656 B: 512 FP8 values, scales, 64 BF16 rope).
+  if (d == DType::kFp8DsMla && std::none_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) {
+        return l.kind == LayerKind::kMla || l.kind == LayerKind::kSparseMla;
+      }))
+    throw InputError(what + ": fp8_ds_mla is the cache layout of MLA layers, and " + spec.name + " has none");
+  return d;
 }
 
 void check_parallel(const ModelSpec& spec, const Parallel& par) {

@@ -91,6 +91,12 @@ CsvFile parse_csv_text(const std::string& text, const std::string& source) {
     auto fields = split_line(line, source, lineno);
     for (auto& x : fields) x = trim(x);
     if (!have_header) {
+      // A column named twice: the first would win and the second be ignored.
+      for (size_t i = 0; i < fields.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          if (!fields[i].empty() && fields[i] == fields[j])
+            throw InputError(source + ":" + std::to_string(lineno) + ": column '" + fields[i] +
+                             "' appears twice in the header");
       f.header = fields;
       f.header_line_ = lineno;
       have_header = true;

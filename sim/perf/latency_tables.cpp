@@ -17,11 +17,18 @@ namespace {
 // Every table value is range-checked where it is read: a zero latency, size or divisor would
 // otherwise reach a fit or an interpolation as a division by zero (an invariant failure or a NaN
 // step time) instead of an error naming the file, line and column.
-double positive(const CsvFile& f, size_t r, int col) {
+// Sizes and counts: in [1e-6, 1e12]. Beyond, a fit divided by 1e308 printed NaN and a step of 1e308 ms exited
+// with no file named.
+double positive(const CsvFile& f, size_t r, int col, double hi = 1e12) {
   const double v = f.number(r, col);
   if (!(v > 0)) throw InputError(f.where(r, col) + ": must be > 0 (got " + f.text(r, col) + ")");
+  if (!(v >= 1e-6 && v <= hi))
+    throw InputError(f.where(r, col) + ": must be in [1e-6, " + (hi == 1e12 ? std::string("1e12") : "1e6") + "] (got " +
+                     f.text(r, col) + ")");
   return v;
 }
+// A latency in ms: at most 1e6 (1,000 s for one operator).
+double latency_ms(const CsvFile& f, size_t r, int col) { return positive(f, r, col, 1e6); }
 
 int whole(const CsvFile& f, size_t r, int col, int lo) {
   const double v = f.number(r, col);
@@ -45,7 +52,7 @@ std::vector<AttentionPoint> read_attention(const std::string& path, const char* 
     p.num_kv_heads = whole(f, r, kv, 1);
     p.head_dim = whole(f, r, hd, 1);
     p.window = whole(f, r, w, 0);
-    p.seconds = positive(f, r, t) * 1e-3;
+    p.seconds = latency_ms(f, r, t) * 1e-3;
     out.push_back(p);
   }
   return out;
@@ -57,7 +64,7 @@ std::vector<GemmPoint> read_gemm(const std::string& path) {
   const CsvFile f = read_csv_file(path);
   const int m = f.column("m"), n = f.column("n"), k = f.column("k"), lat = f.column("latency_ms");
   for (size_t r = 0; r < f.rows.size(); ++r)
-    out.push_back({positive(f, r, m), positive(f, r, n), positive(f, r, k), positive(f, r, lat) * 1e-3});
+    out.push_back({positive(f, r, m), positive(f, r, n), positive(f, r, k), latency_ms(f, r, lat) * 1e-3});
   return out;
 }
 
@@ -79,7 +86,7 @@ std::vector<MoePoint> read_moe(const std::string& path, const std::string& distr
     p.num_experts = whole(f, r, e, 1);
     p.moe_tp = whole(f, r, tp, 1);
     p.moe_ep = whole(f, r, ep, 1);
-    p.seconds = positive(f, r, lat) * 1e-3;
+    p.seconds = latency_ms(f, r, lat) * 1e-3;
     out.push_back(p);
   }
   return out;
@@ -101,7 +108,7 @@ std::vector<MlaModulePoint> read_grid(const std::string& path, const char* key_c
     p.num_heads = whole(f, r, h, 1);
     p.batch = positive(f, r, b);
     p.length = positive(f, r, l);
-    p.seconds = positive(f, r, t) * 1e-3;
+    p.seconds = latency_ms(f, r, t) * 1e-3;
     out.push_back(p);
   }
   return out;
@@ -131,7 +138,7 @@ LatencyTables load_latency_tables(const std::string& root, const std::string& gp
     const CsvFile f = read_csv_file(p);
     const int g = f.column("num_gpus"), b = f.column("message_bytes"), lat = f.column("latency_ms");
     for (size_t r = 0; r < f.rows.size(); ++r)
-      t.allreduce.push_back({whole(f, r, g, 1), positive(f, r, b), positive(f, r, lat) * 1e-3});
+      t.allreduce.push_back({whole(f, r, g, 1), positive(f, r, b), latency_ms(f, r, lat) * 1e-3});
   }
   // Each MoE table under the requested routing: its power-law rows where the GPU has them, else balanced.
   for (auto [rows, name] : {std::pair{&t.moe, "moe"},
@@ -207,9 +214,11 @@ std::map<std::string, EngineOverhead> load_engine_overheads(const std::string& r
     o.engine = f.text(r, e);
     o.c0_s = f.number(r, c0) * 1e-3;
     o.c1_s = f.number(r, c1) * 1e-3;
-    if (o.c0_s < 0 || o.c1_s < 0) throw InputError(f.where(r, c0) + ": overhead must be >= 0");
+    if (!(o.c0_s >= 0 && o.c0_s <= 1e3)) throw InputError(f.where(r, c0) + ": overhead must be in [0, 1e6] ms");
+    if (!(o.c1_s >= 0 && o.c1_s <= 1e3)) throw InputError(f.where(r, c1) + ": overhead must be in [0, 1e6] ms");
     o.eager_prefill_per_layer_s = f.number(r, eager) * 1e-3;
-    if (o.eager_prefill_per_layer_s < 0) throw InputError(f.where(r, eager) + ": must be >= 0");
+    if (!(o.eager_prefill_per_layer_s >= 0 && o.eager_prefill_per_layer_s <= 1e3))
+      throw InputError(f.where(r, eager) + ": must be in [0, 1e6] ms");
     o.eager_prefill_before = f.text(r, before);
     if (o.eager_prefill_per_layer_s > 0 && o.eager_prefill_before.empty())
       throw InputError(f.where(r, before) + ": the release the eager-prefill floor ends with is missing");

@@ -14,6 +14,7 @@
 #include "sim/core/errors.h"
 #include "sim/core/input_file.h"
 #include "sim/core/units.h"
+#include "sim/scenario/yaml_document.h"
 
 namespace kvsim {
 namespace {
@@ -97,7 +98,8 @@ double parse_fraction(MapReader& r, const std::string& key) {
   if (used == 0 || used != text.size() || !std::isfinite(v)) {
     r.fail(r.key_path(key), "cannot parse '" + text + "' as a fraction (e.g. 0.8)");
   }
-  if (!(v > 0.0 && v <= 1.0)) r.fail(r.key_path(key), "must be in (0, 1] (got " + text + ")");
+  // Below 1 % a step or a transfer of a real size runs past the clock (1e-12 exited with no key named).
+  if (!(v >= 0.01 && v <= 1.0)) r.fail(r.key_path(key), "must be in [0.01, 1] (got " + text + ")");
   return v;
 }
 
@@ -233,12 +235,7 @@ void read_named_entries(MapReader& top, const std::string& key, const std::strin
 
 void load_file(const fs::path& path, const std::string& shown, HardwareCatalog& catalog, Origins& origins) {
   const std::string text = read_input_file(path.string(), "hardware file");
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(shown + ": line " + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
-  }
+  const YAML::Node root = load_yaml_document(text, shown);
   if (!root.IsMap()) throw InputError(shown + ": expected a map with a 'kind' key (gpu, links or tiers)");
   MapReader top(root, shown, "");
   std::string kind = top.scalar("kind");

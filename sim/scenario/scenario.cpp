@@ -15,6 +15,7 @@
 #include "sim/core/input_file.h"
 #include "sim/core/units.h"
 #include "sim/perf/parallel_terms.h"
+#include "sim/scenario/yaml_document.h"
 
 namespace kvsim {
 namespace {
@@ -682,12 +683,7 @@ std::string resolve_input_path(const std::string& path, const std::string& sourc
 }  // namespace
 
 Scenario parse_scenario(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
-  }
+  YAML::Node root = load_yaml_document(text, source);
   if (!root || root.IsNull()) throw InputError(source + ": empty scenario");
   Reader r(source);
   if (!root.IsMap()) r.fail("(top level)", "must be a mapping");

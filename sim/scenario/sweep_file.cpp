@@ -7,6 +7,7 @@
 
 #include "sim/core/errors.h"
 #include "sim/core/input_file.h"
+#include "sim/scenario/yaml_document.h"
 
 namespace kvsim {
 namespace {
@@ -55,12 +56,7 @@ std::vector<std::string> read_sets(const YAML::Node& n, const std::string& sourc
 }  // namespace
 
 SweepFile parse_sweep_file(const std::string& text, const std::string& source, const std::string& dir) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
-  }
+  const YAML::Node root = load_yaml_document(text, source);
   if (!root || !root.IsMap()) fail(source, "(top level)", "must be a mapping");
   const std::set<std::string> known = {"name", "base", "set", "axes", "combine", "variants", "seeds", "seed_key"};
   std::set<std::string> seen;

@@ -11,6 +11,7 @@
 #include "sim/core/input_file.h"
 #include "sim/core/units.h"
 #include "sim/net/topology_generators.h"
+#include "sim/scenario/yaml_document.h"
 
 namespace kvsim {
 namespace {
@@ -177,12 +178,7 @@ void read_generator(Keys& top, TopologySpec& spec) {
 std::string topology_path(const std::string& name, const std::string& dir) { return dir + "/" + name + ".yaml"; }
 
 TopologySpec parse_topology(const std::string& text, const std::string& source, const std::string& name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(source + ": line " + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
-  }
+  const YAML::Node root = load_yaml_document(text, source);
   if (!root.IsMap()) throw InputError(source + ": expected a map with 'kind: topology'");
   Keys top(root, source, "");
   const std::string kind = top.scalar("kind");

@@ -170,6 +170,32 @@ TEST(ConfigRobustness, LeadingZerosAndHugeDocumentsAreErrors) {
   EXPECT_NE(input_error([&] { parse_json(many, "many.json"); }).find("more than 2097152 values"), std::string::npos);
 }
 
+// Keys whose odd values were read as something else (a fuzzing helper's finds): each is now refused by name.
+TEST(ConfigRobustness, KeysThatSilentlyChangedTheModelAreRefused) {
+  const std::string moe = read_text("models/qwen3-30b-a3b.json");
+  // decoder_sparse_step -1 left no MoE layer: 30.5 B parameters read as 3.3 B.
+  EXPECT_NE(size_text(with_key(moe, "decoder_sparse_step", "-1")).find("'decoder_sparse_step' must be in [1, 48]"),
+            std::string::npos);
+  // Experts of width 0 counted no parameters.
+  EXPECT_NE(size_text(with_key(moe, "moe_intermediate_size", "0")).find("'moe_intermediate_size' must be in [1,"),
+            std::string::npos);
+  // An interval beyond the 48 layers gave a hybrid with no attention layer.
+  const std::string next = read_text("models/qwen3-next-80b-a3b.json");
+  EXPECT_NE(size_text(with_key(next, "full_attention_interval", "2147483648")).find("full_attention_interval"),
+            std::string::npos);
+  // A string where a boolean belongs was read as false.
+  EXPECT_NE(size_text(with_key(read_text("models/qwen3-8b.json"), "attention_bias", "\"abc\""))
+                .find("'attention_bias' must be true or false"),
+            std::string::npos);
+  // A vision_config that is not an object was read as no vision tower.
+  const std::string vl = read_text("models/qwen3-vl-8b.json");
+  const size_t at = vl.find("\"vision_config\": {");
+  ASSERT_NE(at, std::string::npos);
+  const std::string str_vision =
+      vl.substr(0, at) + "\"vision_config\": \"abc\", \"old_vision\": {" + vl.substr(at + 18);
+  EXPECT_NE(size_text(str_vision).find("vision_config: must be an object"), std::string::npos) << size_text(str_vision);
+}
+
 TEST(ConfigRobustness, BinaryBytesAndBadSurrogatesAreNamedNotEchoed) {
   try {
     parse_json(std::string("\x01\x02", 2), "b.json");

@@ -272,7 +272,12 @@ TEST(HardwareCatalog, FractionsMustBeInUnitInterval) {
   TempCatalog t;
   t.copy_edited("b200.yaml", "compute_efficiency: 0.65", "compute_efficiency: 1.5");
   std::string msg = input_error([&] { load_hardware_catalog(t.dir()); });
-  EXPECT_NE(msg.find("b200.yaml: compute_efficiency: must be in (0, 1] (got 1.5)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("b200.yaml: compute_efficiency: must be in [0.01, 1] (got 1.5)"), std::string::npos) << msg;
+  // 1e-12 passed and a run then exited 1 with "duration too large", naming no file.
+  TempCatalog tiny;
+  tiny.copy_edited("b200.yaml", "compute_efficiency: 0.65", "compute_efficiency: 1e-12");
+  msg = input_error([&] { load_hardware_catalog(tiny.dir()); });
+  EXPECT_NE(msg.find("b200.yaml: compute_efficiency: must be in [0.01, 1] (got 1e-12)"), std::string::npos) << msg;
 }
 
 TEST(HardwareCatalog, InvalidYamlAndBadKindNameTheFile) {
@@ -280,7 +285,15 @@ TEST(HardwareCatalog, InvalidYamlAndBadKindNameTheFile) {
     TempCatalog t;
     t.write("broken.yaml", "kind: gpu\nname: [unclosed\n");
     std::string msg = input_error([&] { load_hardware_catalog(t.dir()); });
-    EXPECT_NE(msg.find(t.file("broken.yaml") + ": line "), std::string::npos) << msg;
+    EXPECT_NE(msg.find(t.file("broken.yaml") + ":3: invalid YAML"), std::string::npos) << msg;
+  }
+  {
+    // yaml-cpp's Load kept the first document and dropped the second without a word.
+    TempCatalog t;
+    t.copy_edited("h200.yaml", "memory: 143771MiB\n", "memory: 143771MiB\n---\nmemory: 1TiB\n");
+    std::string msg = input_error([&] { load_hardware_catalog(t.dir()); });
+    EXPECT_NE(msg.find("h200.yaml:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("a second document"), std::string::npos) << msg;
   }
   {
     TempCatalog t;
