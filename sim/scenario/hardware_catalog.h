@@ -18,15 +18,15 @@
 //     pcie_bandwidth      host link line rate per direction, "64GB/s"
 //     nvlink_domain       optional: GPUs one NVLink fabric joins across nodes (72 on GB200 / GB300
 //                         NVL72), 2 to 2^20, needs nvlink_bandwidth; absent: NVLink ends at the node
-//     compute_efficiency  fraction of peak FLOP/s, in (0, 1]
-//     memory_efficiency   fraction of peak HBM bandwidth, in (0, 1]
+//     compute_efficiency  fraction of peak FLOP/s, in [0.01, 1]
+//     memory_efficiency   fraction of peak HBM bandwidth, in [0.01, 1]
 //     kernel_floor        per-kernel latency floor, "3us"
 //     step_overhead       per engine step CPU/launch overhead, "2ms"
 //     activation_reserve  bytes kept for activations + CUDA graphs, "3.5GiB"; stored in
 //                         GpuSpec::activation_reserve_fraction as activation_reserve / memory
 //     sources             map: one non-empty entry for every field above except name and
 //                         display_name (nvlink_domain only when given), and no others
-//   kind: links     `links:` map of name -> {display_name, line_rate, achieved_fraction (0, 1],
+//   kind: links     `links:` map of name -> {display_name, line_rate, achieved_fraction [0.01, 1],
 //                   latency, sources{line_rate, achieved_fraction, latency}}
 //   kind: tiers     `tiers:` map of name -> {display_name, read_bandwidth, write_bandwidth, latency,
 //                   capacity, sources{read_bandwidth, write_bandwidth, latency, capacity}}
