@@ -159,8 +159,8 @@ void EngineInstance::on_schedule() {
     KVSIM_CHECK(scheduler_.num_running() == 0, "running requests but nothing scheduled");
     // Blocks held for another instance come back when a pull ends or a held send is released.
     if (scheduler_.num_external_holds() > 0) return;
-    // Loaded requests queued behind the head hold blocks it lacks: they go back to waiting (a deviation
-    // from vLLM, which stalls here; scheduler.h).
+    // Loaded requests queued behind the head may hold blocks it lacks: they go back to waiting, one a round
+    // (a deviation from vLLM, which stalls here; scheduler.h).
     out_.preempted.clear();
     if (const int n = scheduler_.preempt_loaded_behind_head(out_); n > 0) {
       totals_.preemptions += n;

@@ -593,16 +593,14 @@ void Scheduler::release(int slot) {
 
 int Scheduler::preempt_loaded_behind_head(SchedulerOutput& out) {
   KVSIM_CHECK(running_.empty(), "preempting loaded requests while others run");
-  int n = 0;
-  // From the back, so that they keep their order at the front of the waiting queue.
-  while (remote_ready_.size() > 1) {
-    const int slot = remote_ready_.back();
-    remote_ready_.pop_back();
-    preempt(slot, out);
-    ++out.preemptions;
-    ++n;
-  }
-  return n;
+  if (remote_ready_.size() < 2) return 0;
+  // One at a time, the last first (the caller plans again after each), so that no more loads are thrown
+  // away than the head needs, and the preempted keep their order at the front of the waiting queue.
+  const int slot = remote_ready_.back();
+  remote_ready_.pop_back();
+  preempt(slot, out);
+  ++out.preemptions;
+  return 1;
 }
 
 int Scheduler::pop_unschedulable_head() {

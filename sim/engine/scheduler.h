@@ -105,10 +105,11 @@ class Scheduler {
   int num_external_holds() const { return remote_waiting_ + held_; }
   void compact_running();
   // Nothing runs and the head of the loaded requests (tier loads, P/D pulls done) cannot allocate the rest
-  // of its tokens: preempts the loaded requests behind it, whose blocks may be what it lacks, back to the
-  // front of the waiting queue (their loaded blocks stay in the prefix cache). Returns how many. vLLM never
-  // preempts a waiting request, so two loads that each took part of the pool would stall it for good; this
-  // is kvsim's way out (a deviation), taken before a head is called unschedulable.
+  // of its tokens: preempts the last loaded request behind it, whose blocks may be what it lacks, back to
+  // the front of the waiting queue (its loaded blocks stay in the prefix cache). Returns how many (0 or 1;
+  // the caller plans again and calls it again while the head is stuck). vLLM never preempts a waiting
+  // request, so two loads that each took part of the pool would stall it for good; this is kvsim's way out
+  // (a deviation), taken before a head is called unschedulable.
   int preempt_loaded_behind_head(SchedulerOutput& out);
   // Removes the head of the waiting queue, which cannot fit even in an empty pool; returns its slot
   // (still allocated: call release() after reading its record).

@@ -23,7 +23,8 @@ const JsonValue* JsonValue::find(std::string_view key) const {
 
 class JsonParser {
  public:
-  JsonParser(std::string_view text, const std::string& source) : t_(text), source_(source) {}
+  JsonParser(std::string_view text, const std::string& source, int64_t max_values)
+      : t_(text), source_(source), max_values_(max_values) {}
 
   JsonValue parse_document() {
     skip_ws();
@@ -61,9 +62,8 @@ class JsonParser {
 
   JsonValue parse_value(int depth) {
     if (depth > 256) fail("nesting too deep");
-    // A value costs about 100 bytes parsed: a 64 MiB file of "0," took 3.5 GB. Configs hold thousands of
-    // values and trace lines tens of thousands.
-    if (++values_ > kMaxValues) fail("more than " + std::to_string(kMaxValues) + " values in one document");
+    // A value costs about 100 bytes parsed (json.h kMaxJsonValues).
+    if (++values_ > max_values_) fail("more than " + std::to_string(max_values_) + " values in one document");
     if (pos_ >= t_.size()) fail("unexpected end of input");
     const char c = t_[pos_];
     JsonValue v;
@@ -318,7 +318,7 @@ class JsonParser {
     return !seen.insert(key).second;
   }
 
-  static constexpr int64_t kMaxValues = int64_t{1} << 21;
+  int64_t max_values_;
   int64_t values_ = 0;
 
   std::string_view t_;
@@ -326,14 +326,14 @@ class JsonParser {
   size_t pos_ = 0;
 };
 
-JsonValue parse_json(std::string_view text, const std::string& source) {
-  return JsonParser(text, source).parse_document();
+JsonValue parse_json(std::string_view text, const std::string& source, int64_t max_values) {
+  return JsonParser(text, source, max_values).parse_document();
 }
 
-JsonValue parse_json_file(const std::string& path) {
+JsonValue parse_json_file(const std::string& path, int64_t max_values) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not a JSON file");
-  return parse_json(read_input_file(path, "file"), path);
+  return parse_json(read_input_file(path, "file"), path, max_values);
 }
 
 std::string json_quote(std::string_view s) {

@@ -51,10 +51,14 @@ class JsonValue {
   std::vector<std::pair<std::string, JsonValue>> object_;
 };
 
+// At most this many values in a document read from a user's file (a config, a trace line): a value costs
+// about 100 bytes parsed, and a 64 MiB array of zeros took 3.5 GB. kvsim's own files (a sweep manifest,
+// 10 values a point) pass a larger bound.
+inline constexpr int64_t kMaxJsonValues = int64_t{1} << 21;
 // Parses `text`; on error throws InputError "<source>:<line>:<col>: <message>".
-JsonValue parse_json(std::string_view text, const std::string& source);
+JsonValue parse_json(std::string_view text, const std::string& source, int64_t max_values = kMaxJsonValues);
 // Reads and parses a file; a missing file is an InputError naming the path.
-JsonValue parse_json_file(const std::string& path);
+JsonValue parse_json_file(const std::string& path, int64_t max_values = kMaxJsonValues);
 
 // Writes a JSON string literal with escapes.
 std::string json_quote(std::string_view s);

@@ -33,6 +33,7 @@ void append_patterns(const JsonValue& o, const char* key, const std::string& whe
   for (const JsonValue& p : v->array()) {
     if (!p.is_string()) throw InputError(where + "." + key + ": must be a list of module names");
     if (p.str().size() > 1000) throw InputError(where + "." + key + ": a module name over 1,000 characters");
+    if (p.str().empty()) throw InputError(where + "." + key + ": an empty module name");
     out->push_back(p.str());
   }
 }
@@ -159,7 +160,8 @@ ModulePattern::ModulePattern(const std::string& pattern, const std::string& wher
 }
 
 bool ModulePattern::matches(const std::string& module) const {
-  if (plain_.empty()) return re2::RE2::PartialMatch(module, *re_);
+  if (re_) return re2::RE2::PartialMatch(module, *re_);
+  if (plain_.empty()) return false;
   for (size_t at = module.find(plain_); at != std::string::npos; at = module.find(plain_, at + 1)) {
     const size_t end = at + plain_.size();
     if ((at == 0 || module[at - 1] == '.') && (end == module.size() || module[end] == '.')) return true;

@@ -46,9 +46,10 @@ std::string known_link_types(const HardwareCatalog& catalog) {
 }  // namespace
 
 struct Topology::Search {
+  explicit Search(size_t gpus) : once(gpus), dist(gpus) {}
   Graph graph;
-  std::vector<bool> endpoint;  // GPUs, CPUs and storage: routes end there, never pass through
-  std::mutex mu;               // guards dist
+  std::vector<bool> endpoint;        // GPUs, CPUs and storage: routes end there, never pass through
+  std::vector<std::once_flag> once;  // per GPU: its search runs once, whoever asks first
   std::vector<std::unique_ptr<const std::vector<int>>> dist;  // per GPU; null until a route needs it
 };
 
@@ -135,7 +136,8 @@ Topology Topology::build(const TopologySpec& spec, const HardwareCatalog& catalo
     }
   }
 
-  // NVLink domains: connected components of the GPUs and NVSwitches over the links among them.
+  // Tensor-parallel domains: connected components of the GPUs and NVSwitches over the links among them,
+  // with every node's GPUs joined too (a node without NVLink runs TP over PCIe, as the engine prices it).
   {
     UndirectedGraph nv(t.vertices_.size());
     const auto on_nvlink = [&](int v) {
@@ -145,6 +147,9 @@ Topology Topology::build(const TopologySpec& spec, const HardwareCatalog& catalo
     for (size_t id = 0; id < t.links_.size(); id += 2)
       if (on_nvlink(t.links_[id].from) && on_nvlink(t.links_[id].to))
         boost::add_edge(t.links_[id].from, t.links_[id].to, nv);
+    for (size_t i = 1; i < t.gpus_.size(); ++i)  // canonical order: a node's GPUs are adjacent
+      if (t.vertices_[static_cast<size_t>(t.gpus_[i])].node == t.vertices_[static_cast<size_t>(t.gpus_[i - 1])].node)
+        boost::add_edge(t.gpus_[i - 1], t.gpus_[i], nv);
     std::vector<int> component(t.vertices_.size());
     boost::connected_components(nv, component.data());
     std::map<int, int> numbered;  // component -> domain, in GPU order
@@ -154,12 +159,11 @@ Topology Topology::build(const TopologySpec& spec, const HardwareCatalog& catalo
     }
   }
   // The graph the distance searches run on; each GPU's distances are searched when a route first needs them.
-  t.search_ = std::make_shared<Search>();
+  t.search_ = std::make_shared<Search>(t.gpus_.size());
   t.search_->graph = Graph(t.vertices_.size());
   for (const auto& l : t.links_) boost::add_edge(l.from, l.to, t.search_->graph);
   t.search_->endpoint.resize(t.vertices_.size());
   for (size_t v = 0; v < t.vertices_.size(); ++v) t.search_->endpoint[v] = is_endpoint(t.vertices_[v].kind);
-  t.search_->dist.resize(t.gpus_.size());
   // Every GPU reaches another one: a forward search from each through transit vertices only, stopping at the
   // first other GPU (one stamp array for all the searches).
   if (t.gpus_.size() > 1) {
@@ -217,9 +221,9 @@ int Topology::hops(int src_gpu, int dst_gpu) const { return dist_to_gpu(dst_gpu)
 
 const std::vector<int>& Topology::dist_to_gpu(int gpu) const {
   Search& s = *search_;
-  const std::lock_guard<std::mutex> lock(s.mu);
-  std::unique_ptr<const std::vector<int>>& slot = s.dist.at(static_cast<size_t>(gpu));
-  if (!slot) slot = std::make_unique<const std::vector<int>>(distances_to(gpus_[static_cast<size_t>(gpu)]));
+  const size_t g = static_cast<size_t>(gpu);
+  std::unique_ptr<const std::vector<int>>& slot = s.dist.at(g);
+  std::call_once(s.once[g], [&] { slot = std::make_unique<const std::vector<int>>(distances_to(gpus_[g])); });
   return *slot;  // the vector never moves once searched
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The network topology of one run: vertices (GPUs, switches, NICs, CPUs) and directed links with
-// capacity and latency, plus shortest-path routes with ECMP. Built once, immutable afterwards.
+// capacity and latency, plus shortest-path routes with ECMP. Built once, immutable afterwards but for the
+// distances a route searches on first use (kept, each once).
 //
 // Routing (cluster-offload.md D.5, G.18): fewest hops. GPUs, CPUs and storage are endpoints only; no
 // route passes through one (traffic never relays through another GPU's memory, host DRAM or a drive). Distances
@@ -34,8 +35,9 @@ class Topology {
   int num_gpus() const { return static_cast<int>(gpus_.size()); }
   const std::string& gpu_name(int gpu) const;  // "node3/gpu5"
   int gpu_node(int gpu) const;
-  // The GPU's NVLink domain: GPUs joined through NVSwitches (or to one another) share one. A node's own
-  // NVSwitch makes the node a domain; an NVL72 rack's switch spans its trays. Numbered 0.. in GPU order.
+  // The GPU's tensor-parallel domain: the GPUs of one node, and GPUs joined through NVSwitches (or to one
+  // another), share one. An HGX node is a domain (over NVLink, or over PCIe without it); an NVL72 rack's
+  // switch joins its trays into one. Numbered 0.. in GPU order.
   int gpu_domain(int gpu) const;
   int gpu_vertex(int gpu) const;
   std::optional<int> find_gpu(std::string_view name) const;
@@ -91,7 +93,7 @@ class Topology {
   std::vector<LinkInfo> links_;
   std::vector<int> gpus_;           // gpu index -> vertex id
   std::vector<int> gpu_of_vertex_;  // vertex id -> gpu index or -1
-  std::vector<int> gpu_domain_;     // gpu index -> NVLink domain
+  std::vector<int> gpu_domain_;     // gpu index -> tensor-parallel domain
   int num_nodes_ = 0;
   struct Search;  // the Boost graph and the distances searched so far (shared by copies: they never change)
   std::shared_ptr<Search> search_;

@@ -113,7 +113,8 @@ void prepare_sweep_folder(const SweepPlan& plan, const std::string& dir) {
 SweepManifest read_manifest(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / "sweep.json").string();
   if (!std::filesystem::exists(path)) throw InputError(dir + ": not a sweep folder (no sweep.json)");
-  const JsonValue v = parse_json_file(path);
+  // kvsim's own manifest, 10 values a point: only the file-size bound applies.
+  const JsonValue v = parse_json_file(path, INT64_MAX);
   const auto need = [&](const JsonValue& o, const char* key) -> const JsonValue& {
     const JsonValue* m = o.is_object() ? o.find(key) : nullptr;
     if (!m) throw InputError(path + ": " + key + ": missing");

@@ -197,6 +197,18 @@ TEST(ModulePatterns, GlobsMatchWholeComponentsAndRegexesSearch) {
 
 // A backtracking engine never returned from "(.*)*x" on a long name that lacks the x; RE2 answers at once,
 // and a pattern it cannot take (a lookahead) is refused by name instead of misread.
+// An empty name in a keep list matched nothing under std::regex; under RE2 it dereferenced no pattern.
+TEST(ModulePatterns, AnEmptyModuleNameIsRefusedByKey) {
+  try {
+    read_quantization(parse_json(R"({"quant_method": "fp8", "ignore": [""]})", "q.json"),
+                      "m.json: quantization_config");
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.json: quantization_config.ignore: an empty module name"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ModulePatterns, NestedQuantifiersDoNotHangAndLookaroundIsRefused) {
   const std::string name = "model.layers.17.mlp.shared_mlp.123.gate_up_proj.weight_scale_inv.and_some_more_words";
   EXPECT_FALSE(module_matches("re:(.*)*x", name));

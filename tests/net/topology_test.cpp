@@ -159,6 +159,13 @@ TEST(Topology, Gb200Nvl72IsOneNvlinkDomainOf72Gpus) {
   EXPECT_EQ(hgx.gpu_domain(*hgx.find_gpu("node0/gpu0")), 0);
   EXPECT_EQ(hgx.gpu_domain(*hgx.find_gpu("node0/gpu7")), 0);
   EXPECT_EQ(hgx.gpu_domain(*hgx.find_gpu("node1/gpu0")), 1);
+  // A node without NVLink (four PCIe GPUs under one switch) is one domain too: its TP runs over PCIe.
+  TopologySpec pcie = make_spec({"p0", "p1", "p2", "p3"}, {"sw"},
+                                {link("p0", "sw"), link("p1", "sw"), link("p2", "sw"), link("p3", "sw")});
+  for (auto& v : pcie.vertices)
+    if (v.kind == VertexKind::kGpu) v.node = 0;
+  const Topology one_node = Topology::build(pcie, net_test::round_catalog());
+  for (int g = 0; g < 4; ++g) EXPECT_EQ(one_node.gpu_domain(g), 0);
 }
 
 TEST(Topology, UnknownLinkTypeNamesSourceKeyAndKnownTypes) {
