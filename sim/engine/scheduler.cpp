@@ -108,14 +108,16 @@ void Scheduler::waiting_push_front(int slot) {
   }
 }
 
-void Scheduler::preempt(int slot, SchedulerOutput& out) {
+void Scheduler::preempt(int slot, SchedulerOutput& out, bool waits_on_holds) {
   EngineRequest& r = request(slot);
   out.preempted.push_back(slot);
   kv_.free(slot);
   r.num_computed = 0;
   r.status = RequestStatus::kPreempted;
   ++r.record.preemptions;
-  ++r.preemptions_without_progress;
+  // Waiting for blocks that others hold outside the running list (they come back when a pull or a load
+  // ends) is not a livelock, however many steps it takes.
+  if (!waits_on_holds) ++r.preemptions_without_progress;
   KVSIM_CHECK(r.preemptions_without_progress < config_.max_preemptions_without_progress,
               "livelock: request " << r.record.id.value() << " preempted " << r.preemptions_without_progress
                                    << " times without computing a new token (stuck at " << r.max_computed << " of "
@@ -151,10 +153,13 @@ int64_t Scheduler::preempt_running(size_t victim_index, size_t& i, int slot, Sch
     returned = it->num_tokens;
     out.scheduled.erase(it);
   }
-  if (victim == slot && running_.empty())
+  // Alone with the whole pool it can never finish, unless blocks it lacks are held by requests outside
+  // `running_` (tier loads, loaded requests, P/D sends held for a pull): those come back, so it only waits.
+  const bool holds = num_external_holds() > 0 || !remote_ready_.empty();
+  if (victim == slot && running_.empty() && !holds)
     preempt_alone(victim, out);
   else
-    preempt(victim, out);
+    preempt(victim, out, victim == slot && running_.empty());
   ++out.preemptions;
   return returned;
 }

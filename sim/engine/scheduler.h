@@ -139,7 +139,7 @@ class Scheduler {
   void waiting_pop_front();
   void waiting_push_back(int slot);
   void waiting_push_front(int slot);
-  void preempt(int slot, SchedulerOutput& out);
+  void preempt(int slot, SchedulerOutput& out, bool waits_on_holds = false);
   // Takes running_[victim_index] out of the running list and preempts it (rejects it when it is `slot`
   // and nothing else runs); one already scheduled this step (victim_index < i) loses its entry and
   // `i` steps back. Returns the tokens that entry had.

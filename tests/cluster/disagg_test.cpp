@@ -206,6 +206,25 @@ workload:
       << e;
 }
 
+// A prefill instance of 129 usable blocks holds a finished 1,500-token prompt (94 blocks) until the decode
+// side pulls it; the next prompt (ceil(1,600 / 16) = 100 blocks with its output) runs alone, cannot grow, and
+// preempts itself. It used to be rejected as "can never finish" although the held blocks come back when the
+// pull ends; now it waits for them (its preemptions do not count toward the livelock guard).
+TEST(Disagg, APromptWaitingForBlocksHeldForAPullIsNotHopeless) {
+  const std::string text = R"(
+model: models/qwen3-8b.json
+gpu: h100-sxm
+seed: 1
+engine: {max_model_len: 2048, block_size: 16, num_gpu_blocks: 130, max_num_batched_tokens: 256,
+         enable_prefix_caching: false, scheduler_reserve_full_isl: false}
+workload:
+  synthetic: {kind: poisson, rate: 100, num_requests: 3, input_tokens: 1500, output_tokens: 100}
+)" + one_prefill_one_decode("hgx-h100-1node");
+  const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
+  EXPECT_EQ(r.summary.requests.finished, 3);
+  EXPECT_GT(r.summary.preemptions, 0);
+}
+
 TEST(Disagg, BadInputNamesTheFileAndKey) {
   const std::string two = "  disaggregation: {decider: always}\n";
   struct Case {
