@@ -504,7 +504,10 @@ std::vector<PoolSummary> RunCollector::summarize_pools(const std::vector<PoolInf
       p.e2e_ms = a.e2e.summarize();
     }
     if (info.role == "prefill") {
-      // Its prefills are counted on its instances (the records belong to the decode pools).
+      // Its prefills are counted on its instances (the records belong to the decode pools), and so are
+      // requests rejected on them (records of this pool, counted on the instance they left): from the
+      // instances alone, or those rejected would count twice.
+      p.requests = p.prompt_tokens = p.hit_tokens = 0;
       for (int k = 0; k < info.instances; ++k) {
         const auto i = static_cast<size_t>(info.first_instance + k);
         if (i >= instances_.size()) continue;

@@ -225,6 +225,28 @@ workload:
   EXPECT_GT(r.summary.preemptions, 0);
 }
 
+// 12 requests with prompts of 200 to 2,000 tokens against a max_model_len of 1,024: the longer ones are
+// rejected on the prefill instance. The prefill pool counts every request once (12), as its one instance does; those
+// rejected were counted twice (as the pool's records and as its instance's).
+TEST(Disagg, PrefillPoolCountsRequestsRejectedOnItOnce) {
+  const std::string text = R"(
+model: models/qwen3-8b.json
+gpu: h100-sxm
+seed: 1
+engine: {block_size: 16, max_model_len: 1024}
+workload:
+  synthetic: {kind: poisson, rate: 10, num_requests: 12, input_tokens: {kind: uniform, min: 200, max: 2000},
+              output_tokens: 4}
+)" + one_prefill_one_decode("hgx-h100-1node");
+  const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
+  ASSERT_GT(r.summary.requests.unfinished, 0);
+  ASSERT_EQ(r.summary.pools.size(), 2u);
+  const PoolSummary& prefill = r.summary.pools[0];
+  EXPECT_EQ(prefill.requests, 12);
+  ASSERT_EQ(prefill.per_instance.size(), 1u);
+  EXPECT_EQ(prefill.per_instance[0].requests, 12);
+}
+
 TEST(Disagg, BadInputNamesTheFileAndKey) {
   const std::string two = "  disaggregation: {decider: always}\n";
   struct Case {
