@@ -1,5 +1,7 @@
 #include "sim/app/startup_check.h"
 
+#include <algorithm>
+
 #include "sim/core/errors.h"
 #include "sim/engine/kv_cache_coordinator.h"
 #include "sim/model/sizing.h"
@@ -21,13 +23,20 @@ void check_engine_startup(const EngineConfig& c, const EngineSettings& e, const 
   const int64_t groups = static_cast<int64_t>(c.layout.groups.size());
   if (usable / std::max<int64_t>(groups, 1) > c.max_model_len / c.layout.block_size + 2) return;
   const KvCacheCoordinator kv(c, c.max_num_batched_tokens);
-  const int64_t needed = kv.blocks_for_request(c.max_model_len);
+  int64_t needed = kv.blocks_for_request(c.max_model_len);
+  // SGLang's PrefillAdder.add_one_req answers NO_TOKEN when a request's tokens are >= the free ones
+  // (schedule_policy.py; free = free blocks x block size), so a request of max_model_len tokens needs
+  // blocks for one token more.
+  const bool sglang = c.step_policy == StepPolicy::kSglang;
+  if (sglang) needed = std::max(needed, c.max_model_len / c.layout.block_size + 1);
   if (needed <= usable) return;
   const std::string key = key_prefix + (e.num_gpu_blocks ? "num_gpu_blocks" : "gpu_memory_utilization");
   throw InputError(key + ": the KV cache has " + std::to_string(usable) + " usable blocks of " +
                    std::to_string(c.layout.block_size) + " tokens, one request of max_model_len " +
                    std::to_string(c.max_model_len) + " tokens needs " + std::to_string(needed) +
-                   (vllm ? " (vLLM refuses this at start-up); " : "; ") +
+                   (sglang ? " (SGLang admits a request only while its tokens are fewer than the free ones); "
+                    : vllm ? " (vLLM refuses this at start-up); "
+                           : "; ") +
                    (e.num_gpu_blocks ? "raise it" : "give the KV cache more memory") + " or lower " + where.engine_key +
                    ".max_model_len");
 }
