@@ -423,6 +423,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
       t.type = li.type;
       t.capacity = li.capacity;
       t.bytes = network->link_bytes(l);
+      t.peak_utilisation = network->link_peak_rate(l) / li.capacity;  // exact; samples can miss a short pull
       info.links.push_back(std::move(t));
     }
   }

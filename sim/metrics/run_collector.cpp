@@ -378,7 +378,9 @@ std::vector<LinkTotal> RunCollector::link_totals(const std::vector<LinkTotal>& l
   for (size_t l = 0; l < links.size(); ++l) {
     LinkTotal t = links[l];
     if (t.bytes <= 0) continue;
-    t.peak_utilisation = l < link_peak_.size() ? link_peak_[l] : 0.0;
+    // The network's exact peak when the caller gives one; the sampled peak can only be lower (a pull
+    // shorter than the sample interval read a peak of 0 beside a mean above it).
+    t.peak_utilisation = std::max(t.peak_utilisation, l < link_peak_.size() ? link_peak_[l] : 0.0);
     t.mean_utilisation = span > 0 && t.capacity > 0 ? t.bytes / (t.capacity * span) : 0.0;
     out.push_back(std::move(t));
   }

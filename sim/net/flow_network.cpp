@@ -181,7 +181,10 @@ void FlowNetwork::resolve(const std::vector<int>& seeds) {
       schedule_done(id, f);
     }
   }
+  for (int l : comp_links_) links_[l].peak = std::max(links_[l].peak, links_[l].rate);
 }
+
+double FlowNetwork::link_peak_rate(int link) const { return links_.at(link).peak; }
 
 double FlowNetwork::link_rate(int link) const { return links_.at(link).rate; }
 

@@ -146,6 +146,16 @@ TEST(Disagg, CrossNodePullGoesOverTheNicRail) {
   // IB NDR at 35 GB/s (0.7 x 50 GB/s): 44.8 MB take at least 1.28 ms.
   const double bytes = static_cast<double>(kQwen3PerToken) * 304;
   EXPECT_GT(r.summary.disaggregation.pull_ms.p50, bytes / 35e9 * 1e3);
+  // The NIC is each pull's bottleneck (PCIe carries 49.9 GB/s), so while a pull runs the rail's link is
+  // full: its peak is 1, exactly, though pulls of ~1.3 ms fall between the 100 ms samples (they read 0).
+  bool found = false;
+  for (const LinkTotal& l : r.summary.disaggregation.links) {
+    EXPECT_GE(l.peak_utilisation, l.mean_utilisation) << l.name;
+    if (l.name != "node0/nic0->leaf0") continue;
+    found = true;
+    EXPECT_NEAR(l.peak_utilisation, 1.0, 1e-9);
+  }
+  EXPECT_TRUE(found);
 }
 
 // One prefill and one decode instance, packed on `topology`, every request prefilled remotely.
