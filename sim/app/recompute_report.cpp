@@ -16,6 +16,13 @@ double reload_seconds(const TierSpec& t, int64_t bytes) {
 
 }  // namespace
 
+void check_recompute_chunks(int64_t tokens, int64_t chunk, const std::string& what) {
+  if (tokens / chunk > kMaxRecomputeChunks)
+    throw InputError("--recompute: " + what + " " + std::to_string(tokens) + " in chunks of " + std::to_string(chunk) +
+                     " (--recompute-chunk) is more than " + std::to_string(kMaxRecomputeChunks) +
+                     " prefill steps to price");
+}
+
 RecomputeReport build_recompute_report(const ModelSpec& spec, const ILatencyModel& model, DType kv,
                                        const StateDtypes& dt, const Parallel& par, const std::vector<TierSpec>& tiers,
                                        const std::vector<int64_t>& contexts, int64_t max_context, int64_t chunk) {
@@ -26,13 +33,8 @@ RecomputeReport build_recompute_report(const ModelSpec& spec, const ILatencyMode
   // Every chunk is priced once: full[k] is the time of the first k whole chunks (each depends only on where
   // it starts), so a length costs one lookup and its partial last chunk; the crossover search asks for about
   // 60 lengths. Priced one by one, 2^40 tokens in chunks of 8,192 took 45 s.
-  const int64_t longest =
-      std::max(max_context, contexts.empty() ? 0 : *std::max_element(contexts.begin(), contexts.end()));
-  if (longest / chunk > kMaxRecomputeChunks)
-    throw InputError("--recompute: " + std::to_string(longest) + " tokens in chunks of " + std::to_string(chunk) +
-                     " are more than " + std::to_string(kMaxRecomputeChunks) +
-                     " prefill steps to price; raise --recompute-chunk or lower --context (or the config's "
-                     "max_position_embeddings)");
+  for (int64_t l : contexts) check_recompute_chunks(l, chunk, "--context");
+  check_recompute_chunks(max_context, chunk, "the longest context (the config's max_position_embeddings)");
   std::vector<double> full{0.0};
   const auto prefill = [&](int64_t l) {
     const int64_t k = l / chunk, rest = l % chunk;

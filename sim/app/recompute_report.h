@@ -41,8 +41,10 @@ struct RecomputeReport {
   int64_t chunk = 0;
 };
 
-// The most prefill steps (longest context / chunk) a report prices: beyond, an InputError.
+// The most prefill steps (context / chunk) a report prices. check_recompute_chunks throws InputError
+// "--recompute: <what> <tokens> in chunks of ..." beyond it.
 inline constexpr int64_t kMaxRecomputeChunks = int64_t{1} << 20;
+void check_recompute_chunks(int64_t tokens, int64_t chunk, const std::string& what);
 RecomputeReport build_recompute_report(const ModelSpec& spec, const ILatencyModel& model, DType kv,
                                        const StateDtypes& dt, const Parallel& par, const std::vector<TierSpec>& tiers,
                                        const std::vector<int64_t>& contexts, int64_t max_context, int64_t chunk);

@@ -211,12 +211,7 @@ int run_size_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm["recompute-chunk"].as<int64_t>() < 1) throw InputError("--recompute-chunk must be >= 1");
   if (vm["recompute"].as<bool>()) {
     // Before any output: the context lengths asked for are more prefill steps than a report prices.
-    const int64_t chunk = vm["recompute-chunk"].as<int64_t>();
-    for (int64_t c : opt.contexts)
-      if (c / chunk > kMaxRecomputeChunks)
-        throw InputError("--recompute: --context " + std::to_string(c) + " in chunks of " + std::to_string(chunk) +
-                         " (--recompute-chunk) is more than " + std::to_string(kMaxRecomputeChunks) +
-                         " prefill steps to price");
+    for (int64_t c : opt.contexts) check_recompute_chunks(c, vm["recompute-chunk"].as<int64_t>(), "--context");
   }
   if (vm.count("tier") && !vm["recompute"].as<bool>()) throw InputError("--tier needs --recompute");
   // A config that fails does not stop the others: they are printed, the errors follow on stderr, and

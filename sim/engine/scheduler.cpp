@@ -155,11 +155,11 @@ int64_t Scheduler::preempt_running(size_t victim_index, size_t& i, int slot, Sch
   }
   // Alone with the whole pool it can never finish, unless blocks it lacks are held by requests outside
   // `running_` (tier loads, loaded requests, P/D sends held for a pull): those come back, so it only waits.
-  const bool holds = num_external_holds() > 0 || !remote_ready_.empty();
-  if (victim == slot && running_.empty() && !holds)
+  const bool alone = victim == slot && running_.empty();
+  if (alone && num_external_holds() == 0 && remote_ready_.empty())
     preempt_alone(victim, out);
   else
-    preempt(victim, out, victim == slot && running_.empty());
+    preempt(victim, out, alone);  // alone here: waiting on held blocks
   ++out.preemptions;
   return returned;
 }

@@ -316,8 +316,8 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
     // Qwen3-Next: layer i is full attention when (i + 1) % interval == 0, else gated DeltaNet.
     const int64_t interval = c.integer("full_attention_interval");
     if (interval <= 0 || interval > n)
-      c.fail("full_attention_interval", "must be in [1, num_hidden_layers " + std::to_string(n) + "] (got " +
-                                            std::to_string(interval) + ": no attention layer at all)");
+      c.fail("full_attention_interval",
+             "must be in [1, num_hidden_layers " + std::to_string(n) + "] (got " + std::to_string(interval) + ")");
     StateShape gs = gdn_state(c);
     for (int i = 0; i < n; ++i) {
       if ((i + 1) % interval == 0) {

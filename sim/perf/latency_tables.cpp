@@ -19,16 +19,16 @@ namespace {
 // step time) instead of an error naming the file, line and column.
 // Sizes and counts: in [1e-6, 1e12]. Beyond, a fit divided by 1e308 printed NaN and a step of 1e308 ms exited
 // with no file named.
-double positive(const CsvFile& f, size_t r, int col, double hi = 1e12) {
+double bounded(const CsvFile& f, size_t r, int col, double hi, const char* hi_text) {
   const double v = f.number(r, col);
   if (!(v > 0)) throw InputError(f.where(r, col) + ": must be > 0 (got " + f.text(r, col) + ")");
   if (!(v >= 1e-6 && v <= hi))
-    throw InputError(f.where(r, col) + ": must be in [1e-6, " + (hi == 1e12 ? std::string("1e12") : "1e6") + "] (got " +
-                     f.text(r, col) + ")");
+    throw InputError(f.where(r, col) + ": must be in [1e-6, " + hi_text + "] (got " + f.text(r, col) + ")");
   return v;
 }
+double positive(const CsvFile& f, size_t r, int col) { return bounded(f, r, col, 1e12, "1e12"); }
 // A latency in ms: at most 1e6 (1,000 s for one operator).
-double latency_ms(const CsvFile& f, size_t r, int col) { return positive(f, r, col, 1e6); }
+double latency_ms(const CsvFile& f, size_t r, int col) { return bounded(f, r, col, 1e6, "1e6"); }
 
 int whole(const CsvFile& f, size_t r, int col, int lo) {
   const double v = f.number(r, col);

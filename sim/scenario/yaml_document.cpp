@@ -14,17 +14,8 @@ YAML::Node load_yaml_document(const std::string& text, const std::string& source
     throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }
   if (docs.size() > 1) {
-    // The line of the second document's start marker, for the message.
-    size_t line = 1, at = 0;
-    for (size_t pos = 0; pos < text.size();) {
-      const size_t end = text.find('\n', pos);
-      const std::string l = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-      if (l.rfind("---", 0) == 0 && at == 0 && pos > 0) at = line;
-      if (end == std::string::npos) break;
-      pos = end + 1;
-      ++line;
-    }
-    throw InputError(source + (at > 0 ? ":" + std::to_string(at) : "") +
+    const int line = docs[1].Mark().line;  // where the second document's content starts; -1 when it has none
+    throw InputError(source + (line >= 0 ? ":" + std::to_string(line + 1) : "") +
                      ": invalid YAML: a second document; kvsim reads one document a file");
   }
   return docs.empty() ? YAML::Node() : docs.front();
