@@ -623,6 +623,14 @@ int Scheduler::pop_unschedulable_head() {
   // Without chunked prefill admission stops at a prompt beyond the budget; else its blocks never fit.
   const bool over_budget = !config_.enable_chunked_prefill && r.num_tokens > config_.max_num_batched_tokens;
   r.record.rejected = over_budget ? RejectReason::kOverBudget : RejectReason::kDoesNotFit;
+  if (!over_budget && r.num_computed == 0 && kv_.partial_hash_hits()) {
+    // A hit inside a block asks, per state group, for the hit state, its copy-on-write block and the
+    // running one (vLLM MambaManager.get_num_blocks_to_allocate: 1 + int(has_partial_hit) plus the
+    // evictable hit), one more than the start-up check's 2: the request would fit without its hit, and
+    // vLLM keeps it waiting for good. Named apart so that the cause shows.
+    kv_.find_longest_cache_hit(r.hasher.hashes(), r.num_tokens - 1, hit_, r.hasher.fine_hashes());
+    if (hit_.num_tokens % kv_.block_size() != 0) r.record.rejected = RejectReason::kHitDoesNotFit;
+  }
   return slot;
 }
 

@@ -44,11 +44,12 @@ enum class RejectReason : uint8_t {
   kOverBudget,     // chunked prefill off and the prompt exceeds max_num_batched_tokens
   kDoesNotFit,     // its blocks (the prompt's, or with tokens generated) do not fit in the empty KV cache
   kNoProgress,     // alone in the KV cache it preempted itself twice at the same point: it never ends
+  kHitDoesNotFit,  // with its partial prefix-cache hit (copy-on-write blocks) it does not fit the empty KV cache
 };
 const char* reject_reason_name(RejectReason r);
 // One sentence for reports: "prompt of max_model_len tokens or more".
 const char* reject_reason_text(RejectReason r);
-constexpr int kNumRejectReasons = 6;
+constexpr int kNumRejectReasons = 7;
 
 struct RequestRecord {
   RequestId id;

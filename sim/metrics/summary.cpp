@@ -51,6 +51,8 @@ const char* reject_reason_name(RejectReason r) {
       return "does_not_fit";
     case RejectReason::kNoProgress:
       return "no_progress";
+    case RejectReason::kHitDoesNotFit:
+      return "hit_does_not_fit";
   }
   return "unknown";
 }
@@ -69,6 +71,9 @@ const char* reject_reason_text(RejectReason r) {
       return "its blocks do not fit even in the empty KV cache";
     case RejectReason::kNoProgress:
       return "alone in the KV cache it preempts itself and can never finish (KV cache too small for it)";
+    case RejectReason::kHitDoesNotFit:
+      return "its partial prefix-cache hit needs copy-on-write blocks beyond the empty KV cache (vLLM would wait "
+             "forever; raise num_gpu_blocks or the prefix_match_unit)";
   }
   return "unknown";
 }

@@ -264,5 +264,29 @@ TEST(PrefixMatchUnit, HybridsOutsideAlignModeOrWithoutCachingIgnoreTheUnit) {
   EXPECT_THROW(Scheduler(qwen35_like(32)), InvariantError);  // 32 does not divide 528
 }
 
+TEST(PrefixMatchUnit, PartialHitThatCannotBeCopiedIsRejectedByItsOwnReason) {
+  // A 50-token prompt, unit 16: the align split stops at the tail boundary 48, holding 1 attention + 3
+  // state blocks. Its next step copies the partial tail out (vLLM MambaManager: an old request with a
+  // partial tail asks 1 + 1 blocks per state group): 6 free blocks needed. N blocks leave N - 1 usable,
+  // N - 5 free: N = 11 runs through, N = 10 preempts itself. Back in waiting it hits its own tail at 48
+  // inside a block, and each state group then asks the hit (evictable), its copy and the running block:
+  // 9, plus the attention hit: more than 9 usable blocks. Without the hit it would need 4.
+  for (int64_t n : {10, 11}) {
+    EngineConfig c = qwen35_like(kUnit, n);
+    c.max_model_len = 528;
+    HybridOutcome r;
+    simulate_hybrid(c, {make_request(1, 0, {text(1, 50)}, 1)}, r, 0, true);
+    const RequestRecord& rec = r.sink.requests.at(1);
+    if (n == 11) {
+      EXPECT_TRUE(rec.finished);
+      EXPECT_EQ(rec.preemptions, 0);
+    } else {
+      EXPECT_FALSE(rec.finished);
+      EXPECT_EQ(rec.rejected, RejectReason::kHitDoesNotFit) << reject_reason_name(rec.rejected);
+      EXPECT_EQ(rec.preemptions, 1);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvsim
