@@ -474,7 +474,7 @@ std::string summary_to_text(const RunSummary& s) {
        << o.hit_blocks << " blocks, " << o.hit_requests << " requests), GPU + tier "
        << fmt(100.0 * o.combined_token_hit_rate, 2) << "%; loaded " << format_bytes(o.loaded_bytes) << " in " << o.loads
        << " loads (p50/p99 " << fmt(o.load_ms.p50, 3) << " / " << fmt(o.load_ms.p99, 3) << " ms), stored "
-       << format_bytes(o.stored_bytes) << ", " << o.stores_skipped_chunks << " chunks skipped (tier full)\n";
+       << format_bytes(o.stored_bytes) << ", " << o.stores_skipped_chunks << " chunks skipped (no room for a whole store)\n";
     os << "  " << o.backend << ", " << o.store_wait_steps << " steps waited on a store (" << fmt(o.store_wait_ms, 3)
        << " ms in all)\n";
     for (const KvOffloadTier& t : o.tiers)
