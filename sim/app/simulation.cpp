@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 
 #include "sim/app/parallel_plan.h"
@@ -77,6 +78,26 @@ std::string topology_file(const Scenario& s) {
   return path;
 }
 
+// The first tp free GPUs (in GPU order) of the first domain, by its lowest GPU, that has tp free; none if
+// no domain has.
+std::vector<int> free_gpus_in_one_domain(const Topology& topo, const std::vector<uint8_t>& used, int tp) {
+  std::map<int, std::vector<int>> free_by_domain;
+  std::vector<int> order;  // domains by their lowest free GPU
+  for (int g = 0; g < topo.num_gpus(); ++g) {
+    if (used[static_cast<size_t>(g)] != 0) continue;
+    auto [it, fresh] = free_by_domain.try_emplace(topo.gpu_domain(g));
+    if (fresh) order.push_back(it->first);
+    it->second.push_back(g);
+  }
+  for (int d : order) {
+    std::vector<int>& free = free_by_domain[d];
+    if (std::ssize(free) < tp) continue;
+    free.resize(static_cast<size_t>(tp));
+    return free;
+  }
+  return {};
+}
+
 // The topology GPU of each rank of each instance (instance ids in pool order): explicit placement, or
 // packed in the topology's GPU order, an instance's ranks always in one NVLink domain (a node, or a
 // rack-scale NVLink fabric such as GB200 NVL72's).
@@ -125,15 +146,23 @@ std::vector<std::vector<int>> place_pools(const Scenario& s, const Topology& top
           if (fits) break;
           ++next;
         }
-        if (next >= topo.num_gpus())
-          throw InputError(s.path + ": " + p.key + ": topology '" + topo.name() + "' has no room for instance " +
-                           std::to_string(k) + " (" + std::to_string(topo.num_gpus()) +
-                           " GPUs; every instance needs TP " + std::to_string(tp) + " free GPUs in one NVLink domain)");
-        for (int r = 0; r < tp; ++r) {
-          take(next + r, p.key);
-          gpus.push_back(next + r);
+        if (next < topo.num_gpus()) {
+          for (int r = 0; r < tp; ++r) {
+            take(next + r, p.key);
+            gpus.push_back(next + r);
+          }
+          next += tp;
+        } else {
+          // No such run (a domain whose GPUs are not adjacent in the topology's order, or holes left
+          // behind the cursor): the first domain, in GPU order, with tp free GPUs anywhere in it.
+          gpus = free_gpus_in_one_domain(topo, used, tp);
+          if (gpus.empty())
+            throw InputError(s.path + ": " + p.key + ": topology '" + topo.name() + "' has no room for instance " +
+                             std::to_string(k) + " (" + std::to_string(topo.num_gpus()) +
+                             " GPUs; every instance needs TP " + std::to_string(tp) +
+                             " free GPUs in one NVLink domain)");
+          for (int g : gpus) take(g, p.key);
         }
-        next += tp;
       }
       out.push_back(std::move(gpus));
     }

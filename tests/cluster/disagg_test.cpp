@@ -216,6 +216,35 @@ workload:
       << e;
 }
 
+TEST(Disagg, PackingFillsAnInstanceFromFreeGpusThatAreNotAdjacent) {
+  // The prefill instance is placed on node0's even GPUs; the decode instance (TP 4) finds no run of 4
+  // adjacent free GPUs (1, 3, 5, 7 are left) but one NVLink domain with 4 free: it takes them. This used
+  // to be refused as "no room".
+  const std::string text = R"(
+model: models/qwen3-8b.json
+gpu: h100-sxm
+seed: 1
+engine: {block_size: 16, tensor_parallel_size: 4}
+workload:
+  synthetic: {kind: poisson, rate: 2, num_requests: 3, input_tokens: 500, output_tokens: 4}
+cluster:
+  topology: hgx-h100-1node
+  pools:
+    - {name: p, role: prefill, instances: 1, placement: [node0/gpu0, node0/gpu2, node0/gpu4, node0/gpu6]}
+    - {name: d, role: decode, instances: 1}
+  disaggregation: {decider: always}
+)";
+  const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
+  EXPECT_EQ(r.summary.requests.finished, 3);
+  std::set<int> src, dst;
+  for (const TransferRecord& t : r.collector->transfers()) {
+    src.insert(t.src_gpu);
+    dst.insert(t.dst_gpu);
+  }
+  EXPECT_EQ(src, (std::set<int>{0, 2, 4, 6}));
+  EXPECT_EQ(dst, (std::set<int>{1, 3, 5, 7}));
+}
+
 // A prefill instance of 129 usable blocks holds a finished 1,500-token prompt (94 blocks) until the decode
 // side pulls it; the next prompt (ceil(1,600 / 16) = 100 blocks with its output) runs alone, cannot grow, and
 // preempts itself. It used to be rejected as "can never finish" although the held blocks come back when the
