@@ -104,7 +104,7 @@ int run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
     ("out", po::value<std::string>(), "sweep folder (default: runs/<sweep name>)")
     ("shard", po::value<std::string>(), "run only points with index % n == i (i/n), and do not merge")
     ("set", po::value<std::vector<std::string>>()->composing(),
-     "override a scenario key in every point (after the file's set:; repeatable)")
+     "override a scenario key in every point (after the file's set:; not a key an axis or a variant sets; repeatable)")
     ("list", "print the points (index, key, seed) and exit without running")
     ("no-merge", "do not build the table after running")
     ("sweep", po::value<std::string>(), "sweep YAML file (positional)");
@@ -145,6 +145,8 @@ int run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   SweepRunOptions opt;
   opt.out_dir = vm.count("out") ? vm["out"].as<std::string>() : "runs/" + plan.file.name;
+  // An empty --out would write the sweep folder's files into the working directory.
+  if (opt.out_dir.empty()) throw InputError("sweep: --out: empty; name the sweep folder");
   opt.progress = isatty(STDERR_FILENO);
   if (vm.count("jobs") && vm["jobs"].as<int>() < 1) throw InputError("sweep: --jobs: must be >= 1");
   // Nothing per request or step is kept: a point's memory stays flat however long its trace.

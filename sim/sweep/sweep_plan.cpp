@@ -76,11 +76,36 @@ SweepPlan plan_sweep(const SweepFile& file, const std::vector<std::string>& extr
     return a == b || a.starts_with(b + ".") || b.starts_with(a + ".");
   };
   for (const SweepVariant& v : file.variants)
-    for (const std::string& set : v.sets)
+    for (const std::string& set : v.sets) {
+      // Each point's seed override comes last: a variant's seed would be dropped without a word.
+      if (key_of(set) == "seed")
+        throw InputError(file.path + ": variants." + v.name +
+                         ": sets seed, which every point's own seed replaces; set the base seed under set:, or "
+                         "repeat points with seeds:");
       for (const SweepAxis& a : file.axes)
         if (overlap(key_of(set), a.key))
           throw InputError(file.path + ": variants." + v.name + ": sets " + key_of(set) + ", which the axis " + a.key +
                            " also sets; set it in one place");
+    }
+  // Two axes, one inside the other (cluster.router and cluster.router.policy): the later replaces the
+  // earlier's value in every point while the table still shows both.
+  for (size_t i = 0; i < file.axes.size(); ++i)
+    for (size_t j = i + 1; j < file.axes.size(); ++j)
+      if (overlap(file.axes[i].key, file.axes[j].key))
+        throw InputError(file.path + ": axes." + file.axes[j].key + ": overlaps the axis " + file.axes[i].key +
+                         " (one sets a key inside the other); sweep them in one axis");
+  // A command-line --set on a key an axis or a variant sets would lose to it (their overrides come later).
+  for (const std::string& set : extra_sets) {
+    for (const SweepAxis& a : file.axes)
+      if (overlap(key_of(set), a.key))
+        throw InputError("--set " + key_of(set) + ": the axis " + a.key + " of " + file.path +
+                         " sets it in every point; change the axis instead");
+    for (const SweepVariant& v : file.variants)
+      for (const std::string& vs : v.sets)
+        if (overlap(key_of(set), key_of(vs)))
+          throw InputError("--set " + key_of(set) + ": the variant " + v.name + " of " + file.path + " sets " +
+                           key_of(vs) + "; change the variant instead");
+  }
 
   if (!file.variants.empty()) plan.columns.push_back("variant");
   for (const SweepAxis& a : file.axes) plan.columns.push_back(a.key);

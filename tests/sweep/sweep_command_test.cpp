@@ -87,6 +87,14 @@ TEST(SweepCommand, AFailingPointIsReportedAndTheOthersComplete) {
   EXPECT_NE(table.find(",failed,"), std::string::npos) << table;
 }
 
+TEST(SweepCommand, AnEmptyOutIsRefusedNotTheWorkingDirectory) {
+  SweepDir d("empty_out");
+  const auto r = run_kvsim("sweep " + d.write("e.yaml", "name: e\nbase: base.yaml\naxes: {engine.block_size: [16]}\n") +
+                           " --out ''");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("sweep: --out: empty"), std::string::npos) << r.out;
+}
+
 TEST(SweepCommand, APointThatCannotResolveStopsTheSweepBeforeAnyRuns) {
   SweepDir d("unresolved");
   // 2 % of an H100 cannot hold Qwen3-8B's weights; a GPU the catalog does not know. Both are found when

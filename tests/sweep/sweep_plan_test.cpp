@@ -142,6 +142,34 @@ TEST(SweepPlan, AnInvalidPointNamesThePointAndKeyBeforeAnythingRuns) {
                      "axes: {engine.max_num_seqs: [8]}\n")
                 .find("variants.a: sets engine, which the axis engine.max_num_seqs also sets"),
             std::string::npos);
+  // Two axes, one inside the other: the later replaced the earlier's value while the table showed both.
+  EXPECT_NE(error_of(d, "base: base.yaml\naxes:\n  engine.max_num_seqs: [8, 16]\n  engine: [{block_size: 16}]\n")
+                .find("s.yaml: axes.engine: overlaps the axis engine.max_num_seqs"),
+            std::string::npos);
+  // A variant's seed lost to each point's own seed.
+  EXPECT_NE(error_of(d, "base: base.yaml\nvariants: {a: [seed=5]}\n").find("s.yaml: variants.a: sets seed"),
+            std::string::npos);
+}
+
+TEST(SweepPlan, ACommandLineSetOnAnAxisOrVariantKeyIsRefused) {
+  // --set comes before the axes' and variants' overrides: it would lose to them in every point.
+  SweepDir d("plan_cli_set");
+  const SweepFile f = load_sweep_file(d.write(
+      "s.yaml", "base: base.yaml\nvariants: {a: [engine.max_num_seqs=4]}\naxes: {engine.block_size: [16, 32]}\n"));
+  const auto error = [&](const std::string& set) {
+    try {
+      plan_sweep(f, {set});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("engine.block_size=64").find("--set engine.block_size: the axis engine.block_size of"),
+            std::string::npos);
+  EXPECT_NE(error("engine={block_size: 64}").find("--set engine: the axis engine.block_size"), std::string::npos);
+  EXPECT_NE(error("engine.max_num_seqs=8").find("--set engine.max_num_seqs: the variant a of"), std::string::npos);
+  EXPECT_EQ(error("engine.max_num_batched_tokens=4096"), "");
+  EXPECT_EQ(plan_sweep(f, {"engine.max_num_batched_tokens=4096"}).points.size(), 2u);
 }
 
 }  // namespace
