@@ -392,9 +392,12 @@ std::vector<LinkTotal> RunCollector::link_totals(const std::vector<LinkTotal>& l
 
 RunSummary RunCollector::summarize(const RunInfo& info) const {
   RunSummary out;
-  out.requests.count = count_;
+  // Requests that arrived and never left (only an interrupted run has any) are unfinished: counted here,
+  // though they have no record (and so no pool) yet.
+  out.requests.in_flight = std::max<int64_t>(level_ + pending_, 0);
+  out.requests.count = count_ + out.requests.in_flight;
   out.requests.finished = finished_;
-  out.requests.unfinished = count_ - finished_;
+  out.requests.unfinished = out.requests.count - finished_;
   out.requests.rejected = rejected_;
   out.preemptions = preemptions_;
   out.prompt_tokens_prefilled = prompt_tokens_prefilled_;

@@ -312,6 +312,7 @@ std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& optio
     w.integer("count", s.requests.count);
     w.integer("finished", s.requests.finished);
     w.integer("unfinished", s.requests.unfinished);
+    if (s.requests.in_flight > 0) w.integer("in_flight", s.requests.in_flight);
     // Only when some request was rejected, so that runs without rejections keep their bytes.
     JsonObjectWriter rej(w.child_indent());
     bool any = false;
@@ -394,7 +395,9 @@ std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& optio
 std::string summary_to_text(const RunSummary& s) {
   std::ostringstream os;
   os << "requests     " << s.requests.count << " (" << s.requests.finished << " finished, " << s.requests.unfinished
-     << " unfinished)\n";
+     << " unfinished";
+  if (s.requests.in_flight > 0) os << ", " << s.requests.in_flight << " of them in flight when interrupted";
+  os << ")\n";
   for (int r = 1; r < kNumRejectReasons; ++r) {
     const int64_t n = s.requests.rejected[static_cast<size_t>(r)];
     if (n > 0)
@@ -474,7 +477,8 @@ std::string summary_to_text(const RunSummary& s) {
        << o.hit_blocks << " blocks, " << o.hit_requests << " requests), GPU + tier "
        << fmt(100.0 * o.combined_token_hit_rate, 2) << "%; loaded " << format_bytes(o.loaded_bytes) << " in " << o.loads
        << " loads (p50/p99 " << fmt(o.load_ms.p50, 3) << " / " << fmt(o.load_ms.p99, 3) << " ms), stored "
-       << format_bytes(o.stored_bytes) << ", " << o.stores_skipped_chunks << " chunks skipped (no room for a whole store)\n";
+       << format_bytes(o.stored_bytes) << ", " << o.stores_skipped_chunks
+       << " chunks skipped (no room for a whole store)\n";
     os << "  " << o.backend << ", " << o.store_wait_steps << " steps waited on a store (" << fmt(o.store_wait_ms, 3)
        << " ms in all)\n";
     for (const KvOffloadTier& t : o.tiers)

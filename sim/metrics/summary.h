@@ -5,8 +5,9 @@
 // JSON schema (fixed key order; numbers through json_number; NaN, e.g. a percentile of an empty
 // distribution, is written as null):
 // {
-//   "requests": {"count", "finished", "unfinished", "rejected": {<reject_reason_name>: n} (only reasons
-//                with n > 0; omitted when nothing was rejected)},
+//   "requests": {"count", "finished", "unfinished", "in_flight" (only in an interrupted run with requests
+//                still in the cluster: part of unfinished, without a /requests row), "rejected":
+//                {<reject_reason_name>: n} (only reasons with n > 0; omitted when nothing was rejected)},
 //   "ttft_ms" | "tpot_ms" | "itl_ms" | "e2e_ms" | "queue_ms": {"count", "mean", "p50", "p90", "p95", "p99",
 //                                                            "p99_9", "stddev"},
 //   "throughput": {"duration_s", "requests_per_s", "output_tokens_per_s"},
@@ -118,9 +119,10 @@ struct KvOffloadTier {
 struct RunSummary {
   using KvOffloadTier = kvsim::KvOffloadTier;
   struct Requests {
-    int64_t count = 0;  // records received (finished + unfinished)
+    int64_t count = 0;  // requests arrived (finished + unfinished)
     int64_t finished = 0;
     int64_t unfinished = 0;
+    int64_t in_flight = 0;  // part of unfinished: arrived and still in the cluster when an interrupt stopped the run
     std::array<int64_t, kNumRejectReasons> rejected{};  // indexed by RejectReason (part of unfinished)
   } requests;
 
