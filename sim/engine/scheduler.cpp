@@ -235,13 +235,13 @@ int64_t Scheduler::align_split(const EngineRequest& r, int64_t start, int64_t n)
   return std::max<int64_t>(end - start, 0);
 }
 
-void Scheduler::record_prefix_stats(EngineRequest& r, int64_t hit_tokens) const {
+void Scheduler::record_prefix_stats(EngineRequest& r, int64_t hit_tokens, std::optional<bool> readmission) const {
   // vLLM Scheduler.schedule: "Record at admission so unscheduled lookups are not counted":
   // KVCacheManager.record_prefix_cache_stats(request, num_new_local_computed_tokens) after
   // allocate_slots succeeded; PrefixCacheStats.record(num_tokens=request.num_tokens, num_hits,
   // preempted=request.num_preemptions > 0) (vllm/v1/metrics/stats.py).
   RequestRecord& rec = r.record;
-  if (rec.preemptions > 0) {
+  if (readmission.value_or(rec.preemptions > 0)) {
     rec.preempted_queries += r.num_tokens;
     rec.preempted_hits += hit_tokens;
     return;
@@ -463,6 +463,10 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       // if any, is pinned meanwhile.
       const int64_t external = std::max<int64_t>(upto - hit_.num_tokens, 0);
       if ((external > 0 || hit_.num_tokens > 0) && !kv_.allocate_slots(slot, 0, external, &hit_, full, reserve)) break;
+      // The decode instance's own lookup is counted in its prefix-cache metrics like any admission's
+      // (vLLM get_computed_blocks / record_prefix_cache_stats run for requests with kv_transfer_params too);
+      // it is this instance's first admission, whatever the prefill side's preemptions.
+      if (config_.enable_prefix_caching) record_prefix_stats(r, hit_.num_tokens, /*readmission=*/false);
       waiting_pop_front();
       r.status = RequestStatus::kWaitingForRemoteKvs;
       ++remote_waiting_;

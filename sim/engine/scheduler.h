@@ -29,6 +29,7 @@
 // preempted EngineConfig::max_preemptions_without_progress times without computing a new token fails KVSIM_CHECK.
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -149,7 +150,8 @@ class Scheduler {
   void admit_lookup(EngineRequest& r);
   void register_blocks(int slot, int64_t num_tokens);
   // vLLM's prefix-cache stats of one successful admission (RequestRecord::prefix_queries etc.).
-  void record_prefix_stats(EngineRequest& r, int64_t hit_tokens) const;
+  // readmission: counted as a re-admission after a preemption (default: the record has preemptions).
+  void record_prefix_stats(EngineRequest& r, int64_t hit_tokens, std::optional<bool> readmission = {}) const;
   void attribute_miss(EngineRequest& r, int64_t cached_tokens, int64_t attention_tokens);
   // Refreshes the keys of the blocks `r` reuses, so a prefix kept hot by hits stays within the horizon.
   void touch_hit(const EngineRequest& r, int64_t hit_tokens);

@@ -245,6 +245,31 @@ cluster:
   EXPECT_EQ(dst, (std::set<int>{1, 3, 5, 7}));
 }
 
+TEST(Disagg, PrefixCacheQueriesSumThePrefillAndTheDecodeLookups) {
+  // Two identical 320-token prompts a second apart. Each instance looks a request up once at admission
+  // (queries: its 320 tokens); the second finds 304 tokens (19 blocks of 16: the lookup stops at 319).
+  // vLLM's metrics summed over instances count both sides: with caching off on the prefill pool, only
+  // the decode side's 640 / 304; with it on, twice that. The token hit rate stays the prefill side's.
+  const std::string base = R"(
+model: models/qwen3-8b.json
+gpu: h100-sxm
+seed: 1
+engine: {block_size: 16}
+workload:
+  synthetic: {kind: shared_prefix, rate: 1, groups: 1, requests_per_group: 2, prefix_tokens: 320, output_tokens: 4}
+)" + one_prefill_one_decode("hgx-h100-1node");
+  for (bool prefill_caching : {false, true}) {
+    Scenario sc = parse_scenario(base, "d.yaml");
+    sc.cluster.pools[0].engine.enable_prefix_caching = prefill_caching;
+    const SimulationResult r = run_simulation(sc);
+    ASSERT_EQ(r.summary.requests.finished, 2);
+    const int64_t sides = prefill_caching ? 2 : 1;
+    EXPECT_EQ(r.summary.prefix_cache.queries, sides * 640) << prefill_caching;
+    EXPECT_EQ(r.summary.prefix_cache.hits, sides * 304) << prefill_caching;
+    EXPECT_EQ(r.summary.prefix_cache.hit_tokens, prefill_caching ? 304 : 0);
+  }
+}
+
 // A prefill instance of 129 usable blocks holds a finished 1,500-token prompt (94 blocks) until the decode
 // side pulls it; the next prompt (ceil(1,600 / 16) = 100 blocks with its output) runs alone, cannot grow, and
 // preempts itself. It used to be rejected as "can never finish" although the held blocks come back when the
