@@ -5,8 +5,9 @@
 
 Reads SWEEP_DIR/table.csv (written by kvsim sweep / kvsim sweep merge; columns documented in
 sim/sweep/sweep_table.h) and SWEEP_DIR/sweep.json (which columns are axes). For each figure it writes
-<figure>_vs_<x>.png: the figure against axis --x, one line per value of axis --by. Points that differ
-only in their repeat are averaged (the band shows their min..max). Failed and missing points are left
+<figure>_vs_<x>.png: the figure against axis --x, one line per value of axis --by (and per value of
+any other varied axis, so that settings are never mixed; --where picks one). Points that differ only
+in their repeat are averaged (the band shows their min..max). Failed and missing points are left
 out of the plots and shown in the table. report.html puts the plots and the whole table on one page.
 
 Defaults: --x the first key-path axis with more than one value, --by the next varied axis or the
@@ -62,16 +63,28 @@ def ordered_values(rows, column):
     return seen
 
 
-def plot_figure(rows, figure, x, by, path, title):
+def series_of(rows, columns):
+    """Distinct value tuples of `columns` in the order of their ordered values (one line each)."""
+    combos = [()]
+    for c in columns:
+        combos = [t + (v,) for t in combos for v in ordered_values(rows, c)]
+    present = {tuple(r[c] for c in columns) for r in rows}
+    return [t for t in combos if t in present]
+
+
+def plot_figure(rows, figure, x, lines, path, title):
+    """One line per value tuple of the axes in `lines` (--by, then any other varied axis), so that
+    only points that differ in their repeat are averaged."""
     xs = ordered_values(rows, x)
     numeric_x = all(as_number(v) is not None for v in xs)
-    groups = ordered_values(rows, by) if by else [None]
+    groups = series_of(rows, lines)
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    drawn = []
     for g in groups:
         px, mean, lo, hi = [], [], [], []
         for i, xv in enumerate(xs):
             vals = [as_number(r[figure]) for r in rows
-                    if r[x] == xv and (by is None or r[by] == g) and r["status"] == "ok"]
+                    if r[x] == xv and tuple(r[c] for c in lines) == g and r["status"] == "ok"]
             vals = [v for v in vals if v is not None]
             if not vals:
                 continue
@@ -81,8 +94,9 @@ def plot_figure(rows, figure, x, by, path, title):
             hi.append(max(vals))
         if not px:
             continue
-        label = f"{by}={g}" if by else None
+        label = ", ".join(f"{c}={v}" for c, v in zip(lines, g)) if lines else None
         line, = ax.plot(px, mean, marker="o", label=label)
+        drawn.append(label or figure)
         if any(h > l for h, l in zip(hi, lo)):
             ax.fill_between(px, lo, hi, color=line.get_color(), alpha=0.2)
     if numeric_x:
@@ -98,11 +112,12 @@ def plot_figure(rows, figure, x, by, path, title):
     ax.set_ylabel(figure)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    if by:
+    if lines:
         ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+    return drawn
 
 
 def file_name(figure, x):
@@ -114,12 +129,14 @@ def write_report(out, name, images, header, rows):
     cells = lambda r: "".join(f"<td>{html.escape(r.get(h, '') or '')}</td>" for h in header)  # noqa: E731
     table = ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead><tbody>" +
              "".join(f"<tr class='{html.escape(r['status'])}'>{cells(r)}</tr>" for r in rows) + "</tbody></table>")
-    figs = "".join(f"<figure><img src='{html.escape(i)}' alt='{html.escape(i)}'></figure>" for i in images)
+    figs = "".join(f"<figure><img src='{html.escape(i)}' alt='{html.escape(i)}'>"
+                   f"<figcaption>lines: {html.escape('; '.join(lines))}</figcaption></figure>" for i, lines in images)
     page = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>kvsim sweep {html.escape(name)}</title>
 <style>
 body {{ font-family: sans-serif; margin: 1em; }}
-figure {{ display: inline-block; margin: 0.3em; }}
+figure {{ display: inline-block; margin: 0.3em; vertical-align: top; }}
+figcaption {{ font-size: 11px; max-width: 480px; }}
 img {{ width: 480px; }}
 table {{ border-collapse: collapse; font-size: 11px; }}
 td, th {{ border: 1px solid #ccc; padding: 2px 4px; text-align: right; white-space: nowrap; }}
@@ -180,6 +197,8 @@ def main(argv):
         by = None
     if by is not None and by not in header:
         p.error(f"--by: no column {by!r} (axes: {', '.join(axes) or 'none'})")
+    # Every other varied axis splits the lines too: averaging over it would mix settings as if repeats.
+    lines = ([by] if by else []) + [c for c in varied if c not in (x, by)]
     figures = a.y or [f for f in DEFAULT_FIGURES if f in header]
     for f in figures:
         if f not in header:
@@ -189,8 +208,8 @@ def main(argv):
     name = os.path.basename(os.path.normpath(a.sweep_dir))
     images = []
     for f in figures:
-        images.append(file_name(f, x))
-        plot_figure(rows, f, x, by, os.path.join(out, images[-1]), f"{name}: {f}")
+        image = file_name(f, x)
+        images.append((image, plot_figure(rows, f, x, lines, os.path.join(out, image), f"{name}: {f}")))
     write_report(out, name, images, header, all_rows)
     print(f"report: {os.path.join(out, 'report.html')} ({len(images)} plots, {len(all_rows)} points)")
     return 0

@@ -63,5 +63,27 @@ TEST(CompareReport, HeadlessChromiumLoadsEveryPlotOfTheReport) {
   EXPECT_NE(broken.find("data-images-loaded=\"7/8\""), std::string::npos) << broken.substr(0, 2000);
 }
 
+TEST(CompareReport, AThirdVariedAxisSplitsTheLinesInsteadOfBeingAveraged) {
+  const std::string python = first_available({"python3", "/usr/bin/python3"}, "-c 'import matplotlib'");
+  if (python.empty()) GTEST_SKIP() << "no python3 with matplotlib";
+  // x = block size, by = variant; paged_block_cost varies too: two lines per variant, not one averaging
+  // the two settings as if they were repeats.
+  SweepDir d("compare3");
+  const std::string sweep = d.write("t.yaml",
+                                    "name: t\nbase: base.yaml\naxes: {engine.block_size: [16, 64], "
+                                    "engine.paged_block_cost: [true, false]}\nseeds: 2\n"
+                                    "variants:\n  cached: []\n  uncached: [engine.enable_prefix_caching=false]\n");
+  ASSERT_EQ(run_kvsim("sweep " + sweep + " -j 2 --out " + d.path("out")).exit_code, 0);
+  const std::string report =
+      capture("cd " KVSIM_SOURCE_DIR " && " + python + " analysis/compare.py " + d.path("out") + " --y ttft_ms.p50");
+  ASSERT_NE(report.find("(1 plots, 16 points)"), std::string::npos) << report;
+  const std::string html = read_file(d.path("out/report/report.html"));
+  EXPECT_NE(html.find("lines: variant=cached, engine.paged_block_cost=true; variant=cached, "
+                      "engine.paged_block_cost=false; variant=uncached, engine.paged_block_cost=true; "
+                      "variant=uncached, engine.paged_block_cost=false</figcaption>"),
+            std::string::npos)
+      << html.substr(0, 3000);
+}
+
 }  // namespace
 }  // namespace kvsim
