@@ -30,7 +30,7 @@
 //       "ttft_breakdown_ms": {"router" | "prefill_queue" | "prefill" | "decode_queue" | "transfer" |
 //       "first_decode_step": {...}} (disaggregated finished requests; the parts sum to their TTFT),
 //       "busiest_links": [{"name", "type", "bytes", "mean_utilisation", "peak_utilisation"}] (up to 5, by
-//       bytes; mean over the run's duration, peak over the utilisation samples)},
+//       bytes; mean over the run's duration, peak the highest rate at any re-solve of the flows)},
 //   "kv_offload" (only with engine.kv_offload): {"tier", "size_bytes", "policy", "hit_tokens", "hit_blocks",
 //       "hit_requests", "token_hit_rate", "combined_token_hit_rate", "loads", "loaded_bytes", "stored_bytes",
 //       "stores_skipped_chunks", "load_ms": {...}},

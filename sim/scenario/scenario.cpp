@@ -554,6 +554,16 @@ ClusterSettings read_cluster(const Reader& r, const YAML::Node& root, const Scen
     c.pools.push_back(std::move(p));
   }
   c.router = read_router(r, n["router"]);
+  if (c.router.policy == "session_affinity") {
+    // The ring holds virtual_nodes points per instance (16 bytes each): each bound alone allows 6.5e9.
+    int64_t instances = 0;
+    for (const PoolSettings& p : c.pools) instances += p.instances;
+    constexpr int64_t kMaxRingPoints = int64_t{1} << 24;
+    if (instances * c.router.virtual_nodes > kMaxRingPoints)
+      r.fail("cluster.router.virtual_nodes", std::to_string(c.router.virtual_nodes) + " points x " +
+                                                 std::to_string(instances) + " instances exceed the ring's bound of " +
+                                                 std::to_string(kMaxRingPoints) + " points");
+  }
   int prefill = 0, decode = 0, colocated = 0;
   for (const PoolSettings& p : c.pools) {
     prefill += p.role == "prefill";
