@@ -117,6 +117,8 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
     };
     p.model = f.text(r, c_model);
     if (p.model.empty()) throw InputError(f.where(r, c_model) + ": empty, expected a config.json path");
+    if (std::any_of(p.model.begin(), p.model.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+      throw InputError(f.where(r, c_model) + ": a control character in the path");
     p.gpu = f.text(r, c_gpu);
     if (!hw.gpus.count(p.gpu)) {
       std::string known;
@@ -228,13 +230,13 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   const int64_t n = (static_cast<int64_t>(protocol.requests_per_slot) + protocol.warmup_per_slot) * p.concurrency;
   std::string y;
   y += "name: validate-line-" + std::to_string(p.line) + "\n";
-  y += "model: \"" + p.model + "\"\n";
+  y += "model: " + yaml_quoted(p.model) + "\n";
   y += "gpu: " + p.gpu + "\n";
-  y += "hardware_dir: \"" + hardware_dir + "\"\n";
+  y += "hardware_dir: " + yaml_quoted(hardware_dir) + "\n";
   y += "seed: 1\n";
   y += "engine:\n";
   y += "  kind: " + p.engine + "\n";
-  if (!p.engine_version.empty()) y += "  version: \"" + p.engine_version + "\"\n";
+  if (!p.engine_version.empty()) y += "  version: " + yaml_quoted(p.engine_version) + "\n";
   y += "  tensor_parallel_size: " + std::to_string(p.tp) + "\n";
   y += "  weight_dtype: " + (p.fp8_block && protocol.fp8_block_columns ? std::string("fp8_block") : p.dtype) + "\n";
   ValidationPoint q = p;  // the checkpoint's quant_method, needed only by a KV rule
@@ -398,6 +400,12 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     SimulationResult r;
     try {
       s = validation_scenario(p, protocol, hw, lm);
+      // A prompt plus its output beyond the context: the engine caps the output (vLLM's max_tokens
+      // clamp), so the TPOT would be of fewer than osl tokens. Such a point cannot have been measured.
+      const int64_t max_len = resolve_engine_config(s, read_model_config(s.model)).max_model_len;
+      if (p.isl + p.osl > max_len)
+        throw InputError("isl + osl = " + std::to_string(p.isl + p.osl) + " tokens exceed the max_model_len " +
+                         std::to_string(max_len) + " of " + p.model + ": the output would be cut short");
       r = run_simulation(s);
     } catch (const InputError& e) {
       throw InputError(path + ":" + std::to_string(p.line) + ": " + e.what());

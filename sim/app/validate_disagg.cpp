@@ -9,6 +9,14 @@
 #include "sim/scenario/topology_file.h"
 
 namespace kvsim {
+
+std::string yaml_quoted(const std::string& text) {
+  // Single-quoted YAML has one escape, '' for ': a backslash or a double quote in a path stays itself.
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
 namespace {
 
 constexpr int64_t kMaxWorkers = 65536;  // the cluster's instance limit (scenario.cpp read_cluster)
@@ -142,11 +150,11 @@ std::optional<DisaggregatedPoint> read_disaggregated_columns(const CsvFile& f, s
 std::string disaggregated_cluster_yaml(const DisaggregatedPoint& d) {
   auto list = [](const std::vector<std::string>& gpus) {
     std::string s;
-    for (const std::string& g : gpus) s += (s.empty() ? "" : ", ") + ("\"" + g + "\"");
+    for (const std::string& g : gpus) s += (s.empty() ? "" : ", ") + yaml_quoted(g);
     return "[" + s + "]";
   };
   std::string y;
-  y += "  topology: \"" + d.topology + "\"\n";
+  y += "  topology: " + yaml_quoted(d.topology) + "\n";
   y += "  pools:\n";
   y += "    - {name: prefill, role: prefill, instances: " + std::to_string(d.prefill_workers) +
        ", engine: {tensor_parallel_size: " + std::to_string(d.prefill_tp) + "}, placement: " + list(d.prefill_gpus) +

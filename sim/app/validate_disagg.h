@@ -44,4 +44,7 @@ std::optional<DisaggregatedPoint> read_disaggregated_columns(const CsvFile& f, s
 // The scenario's cluster: section (YAML, two-space indented under "cluster:").
 std::string disaggregated_cluster_yaml(const DisaggregatedPoint& d);
 
+// A YAML single-quoted scalar of `text` (for the generated point scenarios: paths with backslashes or quotes).
+std::string yaml_quoted(const std::string& text);
+
 }  // namespace kvsim

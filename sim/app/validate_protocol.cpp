@@ -1,6 +1,7 @@
 // The measurement protocol of `kvsim validate`: the generator's flags and KV dtype of a row by its date,
 // the protocol values' parsers and the points file's '# protocol:' line (validate_command.h).
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -103,16 +104,27 @@ std::string read_protocol_directive(const std::string& path, ValidationProtocol&
   std::string_view line;
   std::string client;
   bool found = false, header_seen = false;
-  // "#protocol:", "# protocol :" and the like are the directive too (a typo must not be a comment).
-  const auto is_directive = [](std::string_view l) {
+  // "#protocol:", "# protocol :" and the like are the directive too (a typo must not be a comment); so
+  // are "# Protocol:" or "# protocols:", refused below: a word the reader would skip must not pass as a
+  // comment while the run falls back to the default protocol.
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  std::string word_seen;
+  const auto is_directive = [&](std::string_view l) {
     size_t k = 1;
-    while (k < l.size() && (l[k] == ' ' || l[k] == '\t')) ++k;
-    if (l.substr(k, 8) != "protocol") return std::string_view::npos;
-    k += 8;
-    while (k < l.size() && (l[k] == ' ' || l[k] == '\t')) ++k;
+    while (k < l.size() && is_space(l[k])) ++k;
+    size_t end = k;
+    while (end < l.size() && std::isalpha(static_cast<unsigned char>(l[end]))) ++end;
+    word_seen.assign(l.substr(k, end - k));
+    std::string lower = word_seen;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!lower.starts_with("protocol")) return std::string_view::npos;
+    k = end;
+    while (k < l.size() && is_space(l[k])) ++k;
     return k < l.size() && l[k] == ':' ? k + 1 : std::string_view::npos;
   };
   while (reader.next(line)) {
+    // The CSV reader skips a comment after leading blanks too.
+    while (!line.empty() && is_space(line.front())) line.remove_prefix(1);
     if (line.empty() || line.front() != '#') {
       header_seen = header_seen || !line.empty();
       continue;
@@ -120,6 +132,8 @@ std::string read_protocol_directive(const std::string& path, ValidationProtocol&
     const size_t body = is_directive(line);
     if (body == std::string_view::npos) continue;
     const std::string where = path + ":" + std::to_string(reader.line_number());
+    if (word_seen != "protocol")
+      throw InputError(where + ": '" + word_seen + ":' is read as the protocol directive; write it '# protocol:'");
     if (header_seen) throw InputError(where + ": the '# protocol:' line must come before the CSV header");
     if (found) throw InputError(where + ": a second '# protocol:' line");
     found = true;

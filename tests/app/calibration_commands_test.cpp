@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -48,6 +49,67 @@ TEST(ValidateCommand, TheFilesProtocolLineSetsTheRequestCountsAndTheCommandLineW
   EXPECT_NE(d.out.find("2 + 10 x concurrency requests per point (warm-up excluded; command-line / default protocol)"),
             std::string::npos)
       << d.out;
+}
+
+// The CSV reader skips a comment after leading blanks; the protocol line so placed is still the directive
+// (it used to be taken for a comment, and the run fell back to the default protocol without a word).
+// Another spelling of the word is refused, not skipped.
+TEST(ValidateCommand, AnIndentedProtocolLineIsTheDirectiveAndAMisspeltOneIsRefused) {
+  const std::string point = std::string(kHeader) + "models/qwen3-8b.json,h100-sxm,1,128,16,2,10,5\n";
+  const CliResult r = run_kvsim(
+      "validate " + write_temp("v_indented.csv", "  # protocol: warmup_per_slot=0 requests_per_slot=3\n" + point));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("0 + 3 x concurrency requests per point"), std::string::npos) << r.out;
+  const CliResult bad =
+      run_kvsim("validate " + write_temp("v_indented_bad.csv", " # protocol: warmup_per_slot=0 bogus_key=1\n" + point));
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("v_indented_bad.csv:1: unknown protocol key 'bogus_key'"), std::string::npos) << bad.out;
+  for (const char* word : {"Protocol", "protocols", "PROTOCOL"}) {
+    const CliResult w =
+        run_kvsim("validate " + write_temp("v_word.csv", std::string("# ") + word +
+                                                             ": warmup_per_slot=0 requests_per_slot=3\n" + point));
+    EXPECT_EQ(w.exit_code, 2) << word << ": " << w.out;
+    EXPECT_NE(w.out.find("v_word.csv:1: '" + std::string(word) +
+                         ":' is read as the protocol directive; write it "
+                         "'# protocol:'"),
+              std::string::npos)
+        << w.out;
+  }
+}
+
+// The model cell reaches the point's scenario as a YAML string: a backslash or a quote in a real path
+// stays itself (pasted between double quotes, "dir\name" became a newline and '"' ended the string).
+TEST(ValidateCommand, AModelPathWithBackslashesAndQuotesIsReadAsWritten) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "odd\\dir 'q' \"dq\"";
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(KVSIM_SOURCE_DIR) / "models/qwen3-8b.json", dir / "m.json",
+                fs::copy_options::overwrite_existing);
+  // The CSV quotes the cell (it holds a double quote, doubled inside).
+  std::string cell = (dir / "m.json").string(), quoted = "\"";
+  for (char c : cell) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  quoted += "\"";
+  const CliResult r = run_kvsim(
+      "validate " + write_temp("v_odd_path.csv", "# protocol: warmup_per_slot=0 requests_per_slot=1\n" +
+                                                     std::string(kHeader) + quoted + ",h100-sxm,1,128,16,1,10,5\n"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  // A path that does not exist is not read as another one (\x2e was the YAML escape of '.').
+  const CliResult missing =
+      run_kvsim("validate " + write_temp("v_escape.csv", std::string(kHeader) + "models/qwen3-8b\\x2ejson,h100-sxm,1,"
+                                                                                "128,16,1,10,5\n"));
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("qwen3-8b\\x2ejson"), std::string::npos) << missing.out;
+}
+
+// isl + osl beyond the model's context: the engine would cap the output, so the point is refused by line.
+TEST(ValidateCommand, APointLongerThanTheContextIsRefused) {
+  // Qwen3-8B: max_position_embeddings 40,960 (config.json).
+  const std::string over =
+      write_temp("v_long.csv", std::string(kHeader) + "models/qwen3-8b.json,h100-sxm,1,40000,961,1,10,5\n");
+  const CliResult r = run_kvsim("validate " + over);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("v_long.csv:2: isl + osl = 40961 tokens exceed the max_model_len 40960"), std::string::npos)
+      << r.out;
 }
 
 // The simulated TTFT of the point on file line 3 (columns: line model gpu engine tp isl osl conc ttft_ms pred
