@@ -391,6 +391,7 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
 
   std::vector<Row> rows;
   std::vector<int> excluded;  // lines of points with no finished request
+  std::vector<int> capped;    // lines of points whose isl + osl exceed max_model_len (not run)
   char buf[320];
   std::snprintf(buf, sizeof buf, "%-5s %-28s %-10s %-6s %2s %5s %5s %4s %9s %9s %7s %8s %8s %7s\n", "line", "model",
                 "gpu", "engine", "tp", "isl", "osl", "conc", "ttft_ms", "pred", "err%", "tpot_ms", "pred", "err%");
@@ -398,17 +399,28 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   for (const auto& p : points) {
     Scenario s;
     SimulationResult r;
+    int64_t max_len = 0;
     try {
       s = validation_scenario(p, protocol, hw, lm);
-      // A prompt plus its output beyond the context: the engine caps the output (vLLM's max_tokens
-      // clamp), so the TPOT would be of fewer than osl tokens. Such a point cannot have been measured.
-      const int64_t max_len = resolve_engine_config(s, read_model_config(s.model)).max_model_len;
-      if (p.isl + p.osl > max_len)
-        throw InputError("isl + osl = " + std::to_string(p.isl + p.osl) + " tokens exceed the max_model_len " +
-                         std::to_string(max_len) + " of " + p.model + ": the output would be cut short");
-      r = run_simulation(s);
+      max_len = resolve_engine_config(s, read_model_config(s.model)).max_model_len;
+      // A prompt that fits but an output beyond the context: the engine caps the output (vLLM's max_tokens
+      // clamp), so its TPOT would be of fewer than osl tokens. Excluded below without running. (A prompt
+      // of max_model_len or more is rejected by the engine: excluded as no request finished.)
+      if (p.isl >= max_len || p.isl + p.osl <= max_len) r = run_simulation(s);
     } catch (const InputError& e) {
       throw InputError(path + ":" + std::to_string(p.line) + ": " + e.what());
+    }
+    std::string name = p.model.substr(p.model.find_last_of('/') + 1);
+    if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.resize(name.size() - 5);
+    if (p.isl < max_len && p.isl + p.osl > max_len) {
+      std::snprintf(buf, sizeof buf,
+                    "%-5d %-28s %-10s %-6s %2d %5lld %5lld %4d %9.1f excluded: isl + osl exceed max_model_len %lld "
+                    "(the output would be capped)\n",
+                    p.line, name.c_str(), p.gpu.c_str(), p.engine.c_str(), p.tp, static_cast<long long>(p.isl),
+                    static_cast<long long>(p.osl), p.concurrency, p.ttft_ms, static_cast<long long>(max_len));
+      out << buf;
+      capped.push_back(p.line);
+      continue;
     }
     Row row;
     row.p = p;
@@ -417,8 +429,6 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     const PointMeans m = measured_means(*r.collector, first_id);
     row.ttft = m.ttft_ms + protocol.client_ttft_ms;
     row.tpot = m.tpot_ms;
-    std::string name = p.model.substr(p.model.find_last_of('/') + 1);
-    if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.resize(name.size() - 5);
     if (m.requests == 0) {
       // Nothing measured (every request rejected): no prediction, so no error in the medians.
       std::string why;
@@ -473,6 +483,11 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   if (!excluded.empty()) {
     out << "excluded " << excluded.size() << " point(s) with no finished request, lines";
     for (int line : excluded) out << " " << line;
+    out << "\n";
+  }
+  if (!capped.empty()) {
+    out << "excluded " << capped.size() << " point(s) whose isl + osl exceed max_model_len, lines";
+    for (int line : capped) out << " " << line;
     out << "\n";
   }
   return 0;

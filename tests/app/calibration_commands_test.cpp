@@ -101,15 +101,22 @@ TEST(ValidateCommand, AModelPathWithBackslashesAndQuotesIsReadAsWritten) {
   EXPECT_NE(missing.out.find("qwen3-8b\\x2ejson"), std::string::npos) << missing.out;
 }
 
-// isl + osl beyond the model's context: the engine would cap the output, so the point is refused by line.
-TEST(ValidateCommand, APointLongerThanTheContextIsRefused) {
+// isl + osl beyond the model's context: the engine would cap the output (its TPOT would be of fewer than
+// osl tokens), so the point is excluded and reported, like one whose prompt is too long; 40,960 exactly runs.
+TEST(ValidateCommand, APointLongerThanTheContextIsExcludedAndReported) {
   // Qwen3-8B: max_position_embeddings 40,960 (config.json).
   const std::string over =
-      write_temp("v_long.csv", std::string(kHeader) + "models/qwen3-8b.json,h100-sxm,1,40000,961,1,10,5\n");
+      write_temp("v_long.csv", "# protocol: warmup_per_slot=0 requests_per_slot=1\n" + std::string(kHeader) +
+                                   "models/qwen3-8b.json,h100-sxm,1,40000,961,1,10,5\n"
+                                   "models/qwen3-8b.json,h100-sxm,1,40000,960,1,10,5\n");
   const CliResult r = run_kvsim("validate " + over);
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("v_long.csv:2: isl + osl = 40961 tokens exceed the max_model_len 40960"), std::string::npos)
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("excluded: isl + osl exceed max_model_len 40960 (the output would be capped)"),
+            std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("excluded 1 point(s) whose isl + osl exceed max_model_len, lines 3\n"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("excluded: no request finished"), std::string::npos) << r.out;  // line 4 ran
 }
 
 // The simulated TTFT of the point on file line 3 (columns: line model gpu engine tp isl osl conc ttft_ms pred
