@@ -67,7 +67,9 @@ int Scheduler::add_request(RequestSpec spec, int64_t prompt_tokens, int64_t max_
   r.record.id = spec.id;
   r.record.arrival = now;
   r.record.prompt_tokens = prompt_tokens;
-  r.record.requested_output_tokens = max_output;
+  // What the request asked for: the engine may generate fewer (max_output: capped at max_model_len - prompt,
+  // or 1 on a P/D prefill instance), and a finished request's output then shows the cap.
+  r.record.requested_output_tokens = std::max<int64_t>(spec.output_tokens, 1);
   r.record.instance = config_.instance;
   r.record.pool = config_.pool;
   spec.prompt.clear();  // identities live in r.seq

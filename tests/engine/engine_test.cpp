@@ -135,6 +135,18 @@ TEST(EngineScheduler, PreemptsTheLastRunningRequestWhenBlocksRunOutAndItComplete
   EXPECT_EQ(r.result.preemptions, 1);
 }
 
+TEST(EngineScheduler, OutputBeyondMaxModelLenIsCappedAndTheRecordKeepsTheRequest) {
+  // max_model_len 256: a 100-token prompt asking 500 tokens gets max_tokens = 256 - 100 = 156 (vLLM
+  // get_max_tokens) and finishes; its record keeps the 500 it asked for, so the cap shows.
+  auto cfg = config_for(full_layout(16, 1000));
+  cfg.max_model_len = 256;
+  Outcome r;
+  simulate(cfg, {make_request(1, 0, {text(1, 100)}, 500)}, r);
+  EXPECT_TRUE(r.sink.requests[1].finished);
+  EXPECT_EQ(r.sink.requests[1].output_tokens, 156);
+  EXPECT_EQ(r.sink.requests[1].requested_output_tokens, 500);
+}
+
 TEST(EngineScheduler, AdmissionNeedsTheWholePromptToFit) {
   // 8 usable blocks, B = 16, budget 16 tokens per step. Request 1: 64-token prompt, 40 outputs; it
   // holds 5 blocks from position 64 on. Request 2 (64 tokens = 4 blocks) arrives at 10 ms, when only
