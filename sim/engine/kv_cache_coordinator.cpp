@@ -43,10 +43,13 @@ void KvCacheCoordinator::init(const KvCacheLayout& layout, int64_t max_in_flight
         if (!found_full) history_group_ = id;
         found_full = true;
         break;
-      case KvGroupKind::kSlidingWindow:
-        managers_.push_back(std::make_unique<SlidingWindowManager>(pool_, id, block_size_, grp.window,
-                                                                   max_in_flight_tokens, max_model_len_));
+      case KvGroupKind::kSlidingWindow: {
+        auto m = std::make_unique<SlidingWindowManager>(pool_, id, block_size_, grp.window, max_in_flight_tokens,
+                                                        max_model_len_, c.prefix_cache_retention_interval);
+        sliding_managers_.push_back(m.get());
+        managers_.push_back(std::move(m));
         break;
+      }
       case KvGroupKind::kState: {
         auto m = std::make_unique<MambaManager>(pool_, id, block_size_, mode, c.prefix_cache_retention_interval);
         state_managers_.push_back(m.get());
@@ -207,6 +210,7 @@ void KvCacheCoordinator::cache_partial_tails(int slot, std::span<const uint64_t>
 
 void KvCacheCoordinator::set_state_boundaries(int slot, int64_t replay_boundary, int64_t junction) {
   for (MambaManager* m : state_managers_) m->set_boundaries(slot, replay_boundary, junction);
+  for (SlidingWindowManager* m : sliding_managers_) m->set_boundaries(slot, replay_boundary, junction);
 }
 
 void KvCacheCoordinator::new_step() {

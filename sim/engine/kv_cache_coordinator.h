@@ -10,6 +10,7 @@
 #include "sim/engine/engine_config.h"
 #include "sim/engine/i_single_type_manager.h"
 #include "sim/engine/mamba_manager.h"
+#include "sim/engine/sliding_window_manager.h"
 #include "sim/model/kv_layout.h"
 
 namespace kvsim {
@@ -46,6 +47,8 @@ class KvCacheCoordinator {
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
   bool has_state() const { return !state_managers_.empty(); }
+  // Sliding-window groups: their hashes follow the retention interval too (set_state_boundaries).
+  bool has_sliding_window() const { return !sliding_managers_.empty(); }
   bool has_attention() const { return has_full_attention_; }
   // Bytes of one request's state in every state group (the pages copied at a checkpoint).
   int64_t state_bytes() const { return state_bytes_; }
@@ -111,7 +114,8 @@ class KvCacheCoordinator {
   bool has_full_attention_ = false;
   bool all_full_attention_ = false;  // every group is full attention (no window, no state)
   int64_t state_bytes_ = 0;
-  std::vector<MambaManager*> state_managers_;  // non-owning, into managers_
+  std::vector<MambaManager*> state_managers_;            // non-owning, into managers_
+  std::vector<SlidingWindowManager*> sliding_managers_;  // non-owning, into managers_
   int64_t max_model_len_;
   int history_group_ = 0;
   BlockPool pool_;

@@ -332,8 +332,10 @@ void Scheduler::attribute_miss(EngineRequest& r, int64_t cached, int64_t attenti
 void Scheduler::lookup_waiting(int slot, EngineRequest& r) {
   // vLLM get_computed_blocks: lookup capped at num_tokens - 1 (its stats are recorded at admission).
   kv_.find_longest_cache_hit(r.hasher.hashes(), r.num_tokens - 1, hit_, r.hasher.fine_hashes());
-  if (kv_.has_state() && config_.enable_prefix_caching) {
-    // vLLM get_computed_blocks: shared_prefix_boundary = hit + num_uncached_common_prefix_tokens.
+  if ((kv_.has_state() || kv_.has_sliding_window()) && config_.enable_prefix_caching) {
+    // vLLM get_computed_blocks: shared_prefix_boundary = hit + num_uncached_common_prefix_tokens (any
+    // hybrid coordinator: full attention matched more than the state or window groups could back). The
+    // boundaries decide which state / window blocks keep a hash (reachable_block_mask).
     const int64_t uncached = hit_.attention_tokens - hit_.num_tokens;
     r.shared_prefix_boundary = config_.shared_prefix_checkpoint && uncached > 0 ? hit_.attention_tokens : 0;
     const int64_t b = kv_.block_size();

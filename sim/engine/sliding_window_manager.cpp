@@ -1,15 +1,65 @@
 #include "sim/engine/sliding_window_manager.h"
 
+#include <algorithm>
+
 #include "sim/core/check.h"
 
 namespace kvsim {
 
 SlidingWindowManager::SlidingWindowManager(BlockPool& pool, int group_id, int block_size, int window,
-                                           int64_t max_in_flight_tokens, int64_t max_model_len)
-    : SingleTypeManagerBase(pool, group_id, block_size), window_(window) {
+                                           int64_t max_in_flight_tokens, int64_t max_model_len,
+                                           int64_t retention_interval)
+    : SingleTypeManagerBase(pool, group_id, block_size), window_(window), retention_(retention_interval) {
   KVSIM_CHECK(window > 0, "sliding window must be positive, got " << window);
   const int64_t tokens = std::min<int64_t>(window - 1 + max_in_flight_tokens, max_model_len);
   max_blocks_ = (tokens + block_size - 1) / block_size + 1;
+  need_ = (window - 1 + block_size - 1) / block_size;
+}
+
+void SlidingWindowManager::set_boundaries(int slot, int64_t replay_boundary, int64_t junction) {
+  if (std::ssize(boundaries_) <= slot) boundaries_.resize(static_cast<size_t>(slot) + 1);
+  boundaries_[static_cast<size_t>(slot)] = Boundaries{replay_boundary, junction};
+}
+
+void SlidingWindowManager::free(int slot) {
+  SingleTypeManagerBase::free(slot);
+  if (slot < std::ssize(boundaries_)) boundaries_[static_cast<size_t>(slot)] = Boundaries{};
+}
+
+bool SlidingWindowManager::keep(int slot, int64_t block) const {
+  // reachable_block_mask without EAGLE (shift 0); the alignment is the scheduler block, B here.
+  if (retention_ == kRetentionDense) return true;  // per_segment 1 <= need: every block
+  if (retention_ > 0) {
+    const int64_t per_segment = retention_ / block_size_;
+    if (need_ >= per_segment || block % per_segment >= per_segment - need_) return true;
+  }
+  if (slot >= std::ssize(boundaries_)) return false;
+  const Boundaries& b = boundaries_[static_cast<size_t>(slot)];
+  for (int64_t boundary : {b.replay, b.junction}) {
+    if (boundary <= 0) continue;
+    const int64_t end = boundary / block_size_;  // the tail's blocks are [end - need, end)
+    if (block >= end - need_ && block < end) return true;
+  }
+  return false;
+}
+
+int64_t SlidingWindowManager::cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens) {
+  if (retention_ == kRetentionDense) return SingleTypeManagerBase::cache_blocks(slot, hashes, num_tokens);
+  Table& t = table(slot);
+  const int64_t first = t.num_cached;
+  const int64_t full = std::min<int64_t>(num_tokens / block_size_, std::ssize(t.blocks));
+  if (first >= full) return full;
+  KVSIM_CHECK(std::ssize(hashes) >= full, "block hashes missing: have " << hashes.size() << ", need " << full);
+  for (int64_t i = first; i < full; ++i) {
+    const BlockId b = t.blocks[static_cast<size_t>(i)];
+    // Not kept: the block stays unhashed (vLLM cache_full_blocks with block_mask False) and goes to the
+    // front of the free queue when freed.
+    if (b == kNullBlock || !keep(slot, i)) continue;
+    pool_.drop_hash(b);
+    pool_.cache_block(b, cache_key(hashes[static_cast<size_t>(i)], group_id_));
+  }
+  t.num_cached = full;
+  return first;
 }
 
 void SlidingWindowManager::find_longest_cache_hit(std::span<const uint64_t> hashes, int64_t max_length,

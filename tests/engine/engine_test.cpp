@@ -232,6 +232,40 @@ TEST(EngineSlidingWindow, HitNeedsOnlyTheBlocksCoveringTheWindow) {
   EXPECT_EQ(r.sink.requests[2].cached_tokens, 144);
 }
 
+// gpt-oss's layout: full attention plus a 128-token window, B 16 (a hit needs cdiv(127, 16) = 8 window
+// blocks ending at it). vLLM SlidingWindowManager.reachable_block_mask (PR #43447) with retention 0 hashes
+// only the 8 window blocks ending at the replay boundary floor((L-1)/B)*B and at the junction, so a prefix
+// is reused from its 3rd sighting, as with a hybrid's states; dense retention hashes every block.
+TEST(EngineSlidingWindow, RetentionZeroKeepsOnlyTheReachableTailsOfTheWindow) {
+  KvCacheLayout layout;
+  layout.block_size = 16;
+  layout.num_blocks = 4000;
+  layout.groups.push_back(KvCacheGroup{KvGroupKind::kFullAttention, 1, 0, 0});
+  layout.groups.push_back(KvCacheGroup{KvGroupKind::kSlidingWindow, 1, 128, 0});
+  // Four prompts of the same 600 tokens plus 400 of their own, then two of its first 100 plus 400.
+  std::vector<RequestSpec> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(make_request(i + 1, 1000 * i, {text(1, 600), text(10 + i, 400)}, 1));
+  for (int i = 4; i < 6; ++i) reqs.push_back(make_request(i + 1, 1000 * i, {text(1, 100), text(10 + i, 400)}, 1));
+  auto cached = [&](int64_t retention) {
+    auto cfg = config_for(layout);
+    cfg.prefix_cache_retention_interval = retention;
+    Outcome r;
+    simulate(cfg, reqs, r);
+    std::vector<int64_t> out;
+    for (int id = 1; id <= 6; ++id) out.push_back(r.sink.requests[id].cached_tokens);
+    return out;
+  };
+  // Retention 0. Request 1 hashes window blocks 54..61 only (its replay boundary 992). Request 2: full
+  // attention matches 37 blocks (592 tokens), the window's blocks 29..36 have no hash: no hit, and 592
+  // becomes its junction, whose tail it hashes. Requests 3 and 4 hit 592. Request 5 (100 shared tokens):
+  // no hash on blocks 0..5, junction 96; request 6 hits 96.
+  EXPECT_EQ(cached(0), (std::vector<int64_t>{0, 0, 592, 592, 0, 96}));
+  // Dense: every block hashed, each prefix hits from its 2nd sighting.
+  EXPECT_EQ(cached(kRetentionDense), (std::vector<int64_t>{0, 592, 592, 592, 96, 96}));
+  // 512-token segments (32 blocks): blocks 24..31 end a segment, so request 2 hits 32 blocks (512).
+  EXPECT_EQ(cached(512), (std::vector<int64_t>{0, 512, 592, 592, 0, 96}));
+}
+
 TEST(EngineRun, InvariantsHoldThroughoutAndAtTheEnd) {
   auto cfg = config_for(full_layout(16, 40));
   cfg.max_num_batched_tokens = 64;
