@@ -268,6 +268,14 @@ void Scheduler::touch_hit(const EngineRequest& r, int64_t hit_tokens) {
 
 void Scheduler::attribute_miss(EngineRequest& r, int64_t cached, int64_t attention) {
   if (!config_.miss_attribution) return;  // engine.miss_attribution: false, every miss unattributed
+  // A window model under sparse retention: full attention matched, the window had no kept tail there
+  // (reachable_block_mask). Named no_saved_state; a kept tail evicted since reads the same.
+  if (!kv_.has_state() && kv_.has_sliding_window() && kv_.has_attention() &&
+      config_.prefix_cache_retention_interval != kRetentionDense && attention > cached) {
+    r.record.lost_tokens = attention - cached;
+    r.record.cause = MissCause::kNoSavedState;
+    return;
+  }
   if (kv_.has_state()) {
     // Hybrid: the attention side could back `avail` tokens (its match; state-only models: the prefix
     // registered before); everything between the reused state and it is lost for want of a state.

@@ -24,7 +24,7 @@ enum class MissCause : uint8_t {
   // A what-if, not a cache loss: the same text had been cached under another image; the tokens would
   // hit only if the image were the same. Summaries report it apart (what_if_lost_tokens).
   kDifferentImage,
-  kNoSavedState,  // hybrid: attention matched, but no saved state inside the match
+  kNoSavedState,  // hybrid: attention matched, but no saved state inside the match (window: no kept tail)
   kStateEvicted,  // hybrid: the saved state had existed but was evicted
   // kEvicted where the first missing block had also been stored in an offload tier (engine.kv_offload)
   // and is now gone from the GPU and from every tier.

@@ -260,6 +260,14 @@ TEST(EngineSlidingWindow, RetentionZeroKeepsOnlyTheReachableTailsOfTheWindow) {
   // becomes its junction, whose tail it hashes. Requests 3 and 4 hit 592. Request 5 (100 shared tokens):
   // no hash on blocks 0..5, junction 96; request 6 hits 96.
   EXPECT_EQ(cached(0), (std::vector<int64_t>{0, 0, 592, 592, 0, 96}));
+  {
+    // Request 2's loss is named for the window tail it lacked: the 592 tokens attention matched.
+    auto cfg = config_for(layout);
+    Outcome r;
+    simulate(cfg, reqs, r);
+    EXPECT_EQ(r.sink.requests[2].cause, MissCause::kNoSavedState);
+    EXPECT_EQ(r.sink.requests[2].lost_tokens, 592);
+  }
   // Dense: every block hashed, each prefix hits from its 2nd sighting.
   EXPECT_EQ(cached(kRetentionDense), (std::vector<int64_t>{0, 592, 592, 592, 96, 96}));
   // 512-token segments (32 blocks): blocks 24..31 end a segment, so request 2 hits 32 blocks (512).
