@@ -63,6 +63,14 @@ void EngineInstance::submit(RequestSpec spec, SimTime arrival, RemoteKv remote, 
     emit_rejected(rec);
     return;
   }
+  if (remote == RemoteKv::kSend && scheduler_.kv().has_state() && prompt > 1) {
+    // vLLM _truncate_mamba_request_for_prefill: a hybrid's prefill instance computes N - 1 prompt tokens,
+    // the state the decode side pulls (it recomputes the last token itself).
+    while (!spec.prompt.empty() && spec.prompt.back().tokens == 0) spec.prompt.pop_back();
+    if (--spec.prompt.back().tokens == 0) spec.prompt.pop_back();
+    --prompt;
+    if (spec.prompt_tokens != 0) spec.prompt_tokens = prompt;
+  }
   // vLLM: max_tokens is capped so prompt + output fits max_model_len.
   // NIXL proxy: the prefill side gets max_tokens = 1 (toy_proxy_server.py).
   const int64_t max_output = remote == RemoteKv::kSend ? 1

@@ -270,6 +270,33 @@ workload:
   }
 }
 
+TEST(Disagg, AHybridsPrefillInstanceComputesTheFirstNMinus1Tokens) {
+  // Nemotron-H-8B, block 1040 (its hybrid page rule). vLLM's prefill instance truncates a hybrid's last
+  // prompt token (_truncate_mamba_request_for_prefill): a 2,080-token prompt runs there as 2,079 tokens,
+  // cut at floor(2079 / 1040) x 1040 = 1040 (a state, kept as the replay boundary) then 1,039. The same
+  // prompt again finds that state: 1,040 tokens cached on the prefill side. Computing all 2,080 there ran
+  // one 2,080-token step whose only state (at 2,080) is no replay boundary, and the repeat found nothing.
+  const std::string text = R"(
+model: models/nemotron-h-8b.json
+gpu: h100-sxm
+seed: 1
+engine: {max_num_batched_tokens: 8192}
+workload:
+  synthetic: {kind: shared_prefix, rate: 1, groups: 1, requests_per_group: 2, prefix_tokens: 2080, output_tokens: 2}
+)" + one_prefill_one_decode("hgx-h100-1node");
+  const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
+  ASSERT_EQ(r.summary.requests.finished, 2);
+  EXPECT_EQ(r.engine.layout.block_size, 1040);
+  std::vector<int64_t> cached;
+  for (const RequestRow& row : r.collector->requests()) cached.push_back(row.cached_tokens);
+  EXPECT_EQ(cached, (std::vector<int64_t>{0, 1040}));
+  std::vector<int64_t> prefill_chunks;
+  for (const StepRecord& s : r.collector->steps())
+    if (s.instance == 0 && s.num_prefill_tokens > 0) prefill_chunks.push_back(s.num_prefill_tokens);
+  // Request 1: 1040 + 1039; request 2 after its 1,040-token hit: the other 1,039.
+  EXPECT_EQ(prefill_chunks, (std::vector<int64_t>{1040, 1039, 1039}));
+}
+
 // A prefill instance of 129 usable blocks holds a finished 1,500-token prompt (94 blocks) until the decode
 // side pulls it; the next prompt (ceil(1,600 / 16) = 100 blocks with its output) runs alone, cannot grow, and
 // preempts itself. It used to be rejected as "can never finish" although the held blocks come back when the
