@@ -34,6 +34,12 @@ KvOffloadConfig resolve_kv_offload(const std::optional<KvOffloadSettings>& s, co
     (g.kind == KvGroupKind::kState ? state_bytes : attention_bytes) += g.page_bytes_per_layer * g.num_layers;
   }
   if (attention_bytes == 0) fail("", "needs a full-attention KV cache group (state-only models are not modelled)");
+  // vLLM: a connector that is not SupportsHMA turns the hybrid KV cache manager off, and hybrid SSM models
+  // then fail at start-up; LMCache's connectors (LMCacheConnectorV1, LMCacheMPConnector) are not.
+  if (s->backend == "lmcache" && state_bytes > 0)
+    fail("backend",
+         "lmcache cannot serve a hybrid model: its connector does not support vLLM's hybrid KV cache "
+         "manager (not SupportsHMA), and vLLM refuses hybrid SSM models without it; use native");
   // Catalog entry of tiers[i]; its kind is the name up to the first '-' (host, nvme, remote).
   const auto catalog = [&](size_t i) -> const std::pair<const std::string, TierSpec>& {
     std::string name = s->tiers[i].tier;
