@@ -73,6 +73,17 @@ TEST(AzureReader, EachPromptIsOneUniqueSegment) {
   EXPECT_NE(reqs[1].prompt[0].content_id, reqs[2].prompt[0].content_id);
 }
 
+TEST(AzureReader, AByteOrderMarkAndQuotedFieldsAreRead) {
+  // A spreadsheet export: a UTF-8 BOM before the header, every field quoted on the first row.
+  RandomStreams rng(1);
+  auto src = make_request_source(trace_workload("azure", "azure_bom_quoted.csv"), rng);
+  const auto reqs = drain(*src);
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[0].prompt_tokens, 374);
+  EXPECT_EQ(reqs[0].output_tokens, 44);
+  EXPECT_EQ(reqs[1].arrival.ns(), 4'314'579'000);
+}
+
 TEST(AzureReader, TimeScaleStretchesGaps) {
   auto w = trace_workload("azure", "azure_small.csv");
   w.trace->time_scale = 2.0;

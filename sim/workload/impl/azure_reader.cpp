@@ -13,18 +13,23 @@
 namespace kvsim {
 namespace {
 
+// Fields of one CSV line (RFC 4180): a comma inside double quotes belongs to its field ("1,500" is one
+// field, refused later as a number, not two). An unterminated quote is a bad line.
 std::vector<std::string_view> split_csv(std::string_view line) {
   std::vector<std::string_view> out;
   size_t start = 0;
-  while (true) {
-    const size_t comma = line.find(',', start);
-    if (comma == std::string_view::npos) {
-      out.push_back(line.substr(start));
-      return out;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '"') {
+      quoted = !quoted;  // "" inside a quoted field toggles twice
+    } else if (line[i] == ',' && !quoted) {
+      out.push_back(line.substr(start, i - start));
+      start = i + 1;
     }
-    out.push_back(line.substr(start, comma - start));
-    start = comma + 1;
   }
+  if (quoted) throw BadLine("unterminated double quote");
+  out.push_back(line.substr(start));
+  return out;
 }
 
 std::string_view trim(std::string_view s) {
@@ -42,13 +47,21 @@ class AzureReader final : public TraceReader {
   bool origin_is_first_record() const override { return true; }
 
   bool parse_line(std::string_view line, RequestId id, TraceRecord& out) override {
-    const std::vector<std::string_view> cols = split_csv(line);
     if (!have_header_) {
+      // A UTF-8 byte-order mark before the header (spreadsheet exports) is not part of its first name.
+      if (line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
+      std::vector<std::string_view> cols;
+      try {
+        cols = split_csv(line);
+      } catch (const BadLine& e) {
+        throw InputError(config().path + ":" + std::to_string(line_number()) + ": header: " + e.what());
+      }
       read_header(cols);
       return false;
     }
-    if (cols.size() < min_columns_) {
-      throw BadLine("expected at least " + std::to_string(min_columns_) + " columns, got " +
+    const std::vector<std::string_view> cols = split_csv(line);
+    if (cols.size() != header_columns_) {
+      throw BadLine("expected " + std::to_string(header_columns_) + " columns (the header's), got " +
                     std::to_string(cols.size()));
     }
     out.time_ns = parse_wall_clock_ns(trim(cols[time_col_]), "TIMESTAMP");
@@ -74,12 +87,12 @@ class AzureReader final : public TraceReader {
     time_col_ = find("TIMESTAMP");
     input_col_ = find("ContextTokens");
     output_col_ = find("GeneratedTokens");
-    min_columns_ = std::max({time_col_, input_col_, output_col_}) + 1;
+    header_columns_ = cols.size();
     have_header_ = true;
   }
 
   bool have_header_ = false;
-  size_t time_col_ = 0, input_col_ = 0, output_col_ = 0, min_columns_ = 0;
+  size_t time_col_ = 0, input_col_ = 0, output_col_ = 0, header_columns_ = 0;
 };
 
 // Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (H. Hinnant, days_from_civil).
