@@ -72,6 +72,12 @@ void validate_synthetic(const SyntheticConfig& s, const std::string& w) {
     if ((s.concurrency > 0) == (s.rate > 0.0)) {
       fail(w, "concurrency", "set exactly one of concurrency (closed loop) and rate (open loop)");
     }
+    // A closed loop sends each request when a slot frees, not at a drawn time: a duration would be read
+    // and silently ignored (all groups x requests_per_group still ran).
+    if (s.concurrency > 0 && s.duration > 0.0)
+      fail(w, "duration",
+           "bounds open-loop arrivals only; a closed loop (concurrency) sends groups x "
+           "requests_per_group requests, capped by num_requests");
     validate_dist(s.turnaround, w + ".turnaround");
     if (s.concurrency == 0 && (s.turnaround.kind != "fixed" || s.turnaround.value != 0.0))
       fail(w, "turnaround", "applies to a closed loop only (set concurrency)");
