@@ -166,10 +166,12 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
     out << "kvsim run " << s.path << ": " << res.model.name << " on " << s.gpu << ", block size "
         << res.engine.layout.block_size << ", " << res.engine.layout.num_blocks << " blocks ("
         << res.engine.layout.describe() << ")\n";
-    if (res.skipped_lines) out << "skipped " << res.skipped_lines << " malformed trace lines\n";
     out << summary_to_text(res.summary);
     if (s.output.hdf5) out << "run file: " << *s.output.hdf5 << "\n";
     if (s.output.summary_json) out << "summary: " << *s.output.summary_json << "\n";
+  } else if (res.skipped_lines > 0) {
+    // Quiet: the lines a trace lost still show (the summary JSON has them too).
+    std::cerr << "kvsim: skipped " << res.skipped_lines << " malformed trace lines\n";
   }
   if (res.interrupted) {
     const int sig = g_stop_signal;

@@ -437,6 +437,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
   info.events = sr.events;
   info.wall_s = res.wall_s;
   info.fingerprint = sr.fingerprint;
+  info.skipped_trace_lines = res.skipped_lines;
   for (const PoolRun& p : res.pools) {
     info.kv_blocks_total += p.engine.layout.num_blocks * p.info.instances;
     if (s.cluster.present) info.pools.push_back(p.info);

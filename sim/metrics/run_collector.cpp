@@ -399,6 +399,7 @@ RunSummary RunCollector::summarize(const RunInfo& info) const {
   out.requests.finished = finished_;
   out.requests.unfinished = out.requests.count - finished_;
   out.requests.rejected = rejected_;
+  out.requests.skipped_trace_lines = info.skipped_trace_lines;
   out.preemptions = preemptions_;
   out.prompt_tokens_prefilled = prompt_tokens_prefilled_;
   out.generated_tokens = output_tokens_;

@@ -141,6 +141,7 @@ struct RunInfo {
   double wall_s = 0;
   uint64_t fingerprint = 0;
   int64_t kv_blocks_total = 0;  // summed over instances
+  int64_t skipped_trace_lines = 0;
   // A scenario with a cluster: section: its router and pools (the summary then has a block per pool).
   std::string router;
   std::vector<PoolInfo> pools;

@@ -313,6 +313,7 @@ std::string summary_to_json(const RunSummary& s, const SummaryJsonOptions& optio
     w.integer("finished", s.requests.finished);
     w.integer("unfinished", s.requests.unfinished);
     if (s.requests.in_flight > 0) w.integer("in_flight", s.requests.in_flight);
+    if (s.requests.skipped_trace_lines > 0) w.integer("skipped_trace_lines", s.requests.skipped_trace_lines);
     // Only when some request was rejected, so that runs without rejections keep their bytes.
     JsonObjectWriter rej(w.child_indent());
     bool any = false;
@@ -398,6 +399,8 @@ std::string summary_to_text(const RunSummary& s) {
      << " unfinished";
   if (s.requests.in_flight > 0) os << ", " << s.requests.in_flight << " of them in flight when interrupted";
   os << ")\n";
+  if (s.requests.skipped_trace_lines > 0)
+    os << "skipped      " << s.requests.skipped_trace_lines << " malformed trace lines (not requests)\n";
   for (int r = 1; r < kNumRejectReasons; ++r) {
     const int64_t n = s.requests.rejected[static_cast<size_t>(r)];
     if (n > 0)

@@ -6,7 +6,8 @@
 // distribution, is written as null):
 // {
 //   "requests": {"count", "finished", "unfinished", "in_flight" (only in an interrupted run with requests
-//                still in the cluster: part of unfinished, without a /requests row), "rejected":
+//                still in the cluster: part of unfinished, without a /requests row), "skipped_trace_lines"
+//                (only when skip_bad_lines skipped some: lines that never became requests), "rejected":
 //                {<reject_reason_name>: n} (only reasons with n > 0; omitted when nothing was rejected)},
 //   "ttft_ms" | "tpot_ms" | "itl_ms" | "e2e_ms" | "queue_ms": {"count", "mean", "p50", "p90", "p95", "p99",
 //                                                            "p99_9", "stddev"},
@@ -123,6 +124,7 @@ struct RunSummary {
     int64_t finished = 0;
     int64_t unfinished = 0;
     int64_t in_flight = 0;  // part of unfinished: arrived and still in the cluster when an interrupt stopped the run
+    int64_t skipped_trace_lines = 0;  // malformed trace lines skipped (workload.trace.skip_bad_lines): not requests
     std::array<int64_t, kNumRejectReasons> rejected{};  // indexed by RejectReason (part of unfinished)
   } requests;
 

@@ -123,8 +123,13 @@ TEST(RunBadInput, MalformedTraceLineNamesTheLine) {
   auto ok = run_kvsim("run scenarios/quickstart.yaml --skip-bad-lines --out " + tmp("skip.h5") + " --summary-json " +
                       js + " --set workload.trace.path=" + trace);
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
-  EXPECT_NE(ok.out.find("skipped 1 malformed trace lines"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("skipped      1 malformed trace lines (not requests)"), std::string::npos) << ok.out;
   EXPECT_EQ(parse_json(slurp(js), js).find("requests")->find("count")->integer(), 2);
+  // The count reaches the summary JSON, and a quiet run's stderr.
+  EXPECT_EQ(parse_json(slurp(js), js).find("requests")->find("skipped_trace_lines")->integer(), 1);
+  auto quiet = run_kvsim("run scenarios/quickstart.yaml -q --skip-bad-lines --set workload.trace.path=" + trace);
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.out;
+  EXPECT_NE(quiet.out.find("kvsim: skipped 1 malformed trace lines"), std::string::npos) << quiet.out;
 }
 
 TEST(RunHelp, DocumentsOptions) {
