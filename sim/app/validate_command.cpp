@@ -40,6 +40,7 @@ std::string model_class(const ModelSpec& m) {
 constexpr int64_t kMaxTp = 4096;
 constexpr int64_t kMaxConcurrency = 1000000;
 constexpr int64_t kMaxTokens = 1'000'000'000'000'000;  // 1e15: a rejected point is still reported
+constexpr int64_t kMaxOutputTokens = 1'000'000'000;     // the synthetic workload's bound on a length
 
 struct Row {
   ValidationPoint p;
@@ -128,7 +129,7 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
     p.gpu_fp8 = hw.gpus.at(p.gpu).fp8_flops > 0;
     p.tp = static_cast<int>(positive_int(c_tp, kMaxTp));
     p.isl = positive_int(c_isl);
-    p.osl = positive_int(c_osl);
+    p.osl = positive_int(c_osl, kMaxOutputTokens);
     if (p.osl < 2)  // TPOT is the mean gap between output tokens: one token has none
       throw InputError(f.where(r, c_osl) + ": must be >= 2 (got 1): a point with one output token has no TPOT to " +
                        "compare with its tpot_ms");
