@@ -172,7 +172,8 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("sweep_dir")
     p.add_argument("--x", help="axis on the x axis (default: the first key-path axis with more than one value)")
-    p.add_argument("--by", help="axis with one line per value (default: the next axis; 'none' for one line)")
+    p.add_argument("--by", help="axis with one line per value (default: the next axis; 'none' for no --by axis: "
+                                "other varied axes still split the lines, --where keeps one value)")
     p.add_argument("--y", nargs="+", help="figures (table columns) to plot")
     p.add_argument("--where", nargs="+", default=[], metavar="AXIS=VALUE",
                    help="plot only the points whose axis has this value")

@@ -78,8 +78,8 @@ std::string topology_file(const Scenario& s) {
   return path;
 }
 
-// The first tp free GPUs (in GPU order) of the first domain, by its lowest GPU, that has tp free; none if
-// no domain has.
+// The first tp free GPUs (in GPU order) of the first domain, by its lowest free GPU, that has tp free; none
+// if no domain has.
 std::vector<int> free_gpus_in_one_domain(const Topology& topo, const std::vector<uint8_t>& used, int tp) {
   std::map<int, std::vector<int>> free_by_domain;
   std::vector<int> order;  // domains by their lowest free GPU

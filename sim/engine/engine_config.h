@@ -52,6 +52,9 @@ struct EngineConfig {
   // boundary floor((L-1)/B)*B and the shared-prefix junction; N > 0: also the first saved state of each
   // N-token segment [kN, (k+1)N).
   int64_t prefix_cache_retention_interval = 0;
+  // The same for sliding-window groups beside full attention (vLLM SlidingWindowManager.reachable_block_mask,
+  // PR #43447): vLLM's rule, so kind vllm only; other kinds and window-only layouts hash every window block.
+  int64_t window_retention_interval = kRetentionDense;
   // vLLM PR #37898 (Marconi junction): when attention matches more than the state, stop a prefill
   // chunk at the block-floored attention match and keep that state.
   bool shared_prefix_checkpoint = true;

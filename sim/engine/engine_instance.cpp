@@ -57,7 +57,7 @@ void EngineInstance::submit(RequestSpec spec, SimTime arrival, RemoteKv remote, 
     rec.id = spec.id;
     rec.arrival = arrival;
     rec.prompt_tokens = prompt;
-    rec.requested_output_tokens = spec.output_tokens;
+    rec.requested_output_tokens = std::max<int64_t>(spec.output_tokens, 1);  // as Scheduler::add_request
     rec.instance = config_.instance;
     rec.pool = config_.pool;
     emit_rejected(rec);
@@ -65,7 +65,9 @@ void EngineInstance::submit(RequestSpec spec, SimTime arrival, RemoteKv remote, 
   }
   if (remote == RemoteKv::kSend && scheduler_.kv().has_state() && prompt > 1) {
     // vLLM _truncate_mamba_request_for_prefill: a hybrid's prefill instance computes N - 1 prompt tokens,
-    // the state the decode side pulls (it recomputes the last token itself).
+    // the state the decode side pulls (it recomputes the last token itself). vLLM truncates after its own
+    // prefix lookup of the whole prompt (capped at N - 1); truncated here, the lookup stops at N - 2: they
+    // differ only for a kept state at exactly N - 1.
     while (!spec.prompt.empty() && spec.prompt.back().tokens == 0) spec.prompt.pop_back();
     if (--spec.prompt.back().tokens == 0) spec.prompt.pop_back();
     --prompt;

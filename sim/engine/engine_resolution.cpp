@@ -226,6 +226,7 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   c.scheduler_reserve_full_isl = e.scheduler_reserve_full_isl;
   c.mamba_cache_mode = mode;
   c.prefix_cache_retention_interval = e.prefix_cache_retention_interval.value_or(kRetentionDense);
+  if (kind == EngineKind::kVllm) c.window_retention_interval = c.prefix_cache_retention_interval;
   c.shared_prefix_checkpoint = e.shared_prefix_checkpoint;
   c.miss_attribution = e.miss_attribution;
   c.prefix_match_unit = e.prefix_match_unit;

@@ -34,6 +34,11 @@ void KvCacheCoordinator::init(const KvCacheLayout& layout, int64_t max_in_flight
   const EngineConfig& c = config != nullptr ? *config : defaults;
   const MambaCacheMode mode = enable_caching_ ? c.mamba_cache_mode : MambaCacheMode::kNone;
   bool found_full = false;
+  // Window retention needs vLLM's hybrid coordinator (a full-attention group beside the window; only it
+  // returns the junction); a window-only layout hashes every block.
+  const bool any_full = std::any_of(layout.groups.begin(), layout.groups.end(),
+                                    [](const KvCacheGroup& g) { return g.kind == KvGroupKind::kFullAttention; });
+  const int64_t window_retention = any_full ? c.window_retention_interval : kRetentionDense;
   for (size_t g = 0; g < layout.groups.size(); ++g) {
     const KvCacheGroup& grp = layout.groups[g];
     const int id = static_cast<int>(g);
@@ -45,7 +50,7 @@ void KvCacheCoordinator::init(const KvCacheLayout& layout, int64_t max_in_flight
         break;
       case KvGroupKind::kSlidingWindow: {
         auto m = std::make_unique<SlidingWindowManager>(pool_, id, block_size_, grp.window, max_in_flight_tokens,
-                                                        max_model_len_, c.prefix_cache_retention_interval);
+                                                        max_model_len_, window_retention);
         sliding_managers_.push_back(m.get());
         managers_.push_back(std::move(m));
         break;

@@ -271,7 +271,7 @@ void Scheduler::attribute_miss(EngineRequest& r, int64_t cached, int64_t attenti
   // A window model under sparse retention: full attention matched, the window had no kept tail there
   // (reachable_block_mask). Named no_saved_state; a kept tail evicted since reads the same.
   if (!kv_.has_state() && kv_.has_sliding_window() && kv_.has_attention() &&
-      config_.prefix_cache_retention_interval != kRetentionDense && attention > cached) {
+      config_.window_retention_interval != kRetentionDense && attention > cached) {
     r.record.lost_tokens = attention - cached;
     r.record.cause = MissCause::kNoSavedState;
     return;

@@ -118,7 +118,7 @@ int64_t SingleTypeManagerBase::cache_blocks(int slot, std::span<const uint64_t> 
       pool_.prefetch(t.blocks[a], cache_key(hashes[a], group_id_));
     }
     const BlockId b = t.blocks[static_cast<size_t>(i)];
-    if (b == kNullBlock) continue;
+    if (b == kNullBlock || (masked_ && !keeps_hash(slot, i))) continue;
     // A partial-tail entry on a block that is now full is superseded by the full hash (vLLM
     // cache_full_blocks drops it at promotion).
     pool_.drop_hash(b);

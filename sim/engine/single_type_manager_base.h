@@ -29,6 +29,10 @@ class SingleTypeManagerBase : public ISingleTypeManager {
  protected:
   // Tokens at the start whose KV is no longer needed once n tokens are computed (0 for full attention).
   virtual int64_t num_skipped_tokens(int64_t n) const { return 0; }
+  // With masked_ set, cache_blocks registers only the full blocks this keeps (vLLM reachable_block_mask);
+  // the others stay unhashed.
+  virtual bool keeps_hash(int /*slot*/, int64_t /*block*/) const { return true; }
+  bool masked_ = false;
   struct Table {
     std::vector<BlockId> blocks;
     int64_t num_cached = 0;  // leading blocks already registered in the prefix cache

@@ -14,6 +14,7 @@ SlidingWindowManager::SlidingWindowManager(BlockPool& pool, int group_id, int bl
   const int64_t tokens = std::min<int64_t>(window - 1 + max_in_flight_tokens, max_model_len);
   max_blocks_ = (tokens + block_size - 1) / block_size + 1;
   need_ = (window - 1 + block_size - 1) / block_size;
+  masked_ = retention_interval != kRetentionDense;
 }
 
 void SlidingWindowManager::set_boundaries(int slot, int64_t replay_boundary, int64_t junction) {
@@ -26,7 +27,7 @@ void SlidingWindowManager::free(int slot) {
   if (slot < std::ssize(boundaries_)) boundaries_[static_cast<size_t>(slot)] = Boundaries{};
 }
 
-bool SlidingWindowManager::keep(int slot, int64_t block) const {
+bool SlidingWindowManager::keeps_hash(int slot, int64_t block) const {
   // reachable_block_mask without EAGLE (shift 0); the alignment is the scheduler block, B here.
   if (retention_ == kRetentionDense) return true;  // per_segment 1 <= need: every block
   if (retention_ > 0) {
@@ -43,28 +44,9 @@ bool SlidingWindowManager::keep(int slot, int64_t block) const {
   return false;
 }
 
-int64_t SlidingWindowManager::cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens) {
-  if (retention_ == kRetentionDense) return SingleTypeManagerBase::cache_blocks(slot, hashes, num_tokens);
-  Table& t = table(slot);
-  const int64_t first = t.num_cached;
-  const int64_t full = std::min<int64_t>(num_tokens / block_size_, std::ssize(t.blocks));
-  if (first >= full) return full;
-  KVSIM_CHECK(std::ssize(hashes) >= full, "block hashes missing: have " << hashes.size() << ", need " << full);
-  for (int64_t i = first; i < full; ++i) {
-    const BlockId b = t.blocks[static_cast<size_t>(i)];
-    // Not kept: the block stays unhashed (vLLM cache_full_blocks with block_mask False) and goes to the
-    // front of the free queue when freed.
-    if (b == kNullBlock || !keep(slot, i)) continue;
-    pool_.drop_hash(b);
-    pool_.cache_block(b, cache_key(hashes[static_cast<size_t>(i)], group_id_));
-  }
-  t.num_cached = full;
-  return first;
-}
-
 void SlidingWindowManager::find_longest_cache_hit(std::span<const uint64_t> hashes, int64_t max_length,
                                                   std::vector<BlockId>& out) const {
-  const int64_t need = (window_ - 1 + block_size_ - 1) / block_size_;  // cdiv(window - 1, B)
+  const int64_t need = need_;  // cdiv(window - 1, B)
   const int64_t max_blocks = std::min<int64_t>(max_length / block_size_, std::ssize(hashes));
   out.assign(static_cast<size_t>(max_blocks), kNullBlock);
   int64_t contiguous = 0;

@@ -23,11 +23,6 @@ class SlidingWindowManager final : public SingleTypeManagerBase {
   // cdiv(min(window - 1 + max_in_flight_tokens, max_model_len), B) + 1.
   int64_t max_blocks_per_request() const override { return max_blocks_; }
   int window() const { return window_; }
-  // vLLM SlidingWindowManager.reachable_block_mask (PR #43447): a full block keeps its hash only if some
-  // hit could use it: the `need` = cdiv(window - 1, B) blocks ending at a segment's end (retention N > 0:
-  // N-token segments; dense: every block), and, unless dense, those ending at the replay boundary and at
-  // the shared-prefix junction (set_boundaries). The others stay unhashed.
-  int64_t cache_blocks(int slot, std::span<const uint64_t> hashes, int64_t num_tokens) override;
   // The replay boundary floor((L-1)/B)*B and the block-floored junction (0: none) of a request.
   void set_boundaries(int slot, int64_t replay_boundary, int64_t junction);
   void free(int slot) override;
@@ -37,7 +32,11 @@ class SlidingWindowManager final : public SingleTypeManagerBase {
   int64_t num_skipped_tokens(int64_t n) const override { return n - window_ + 1 > 0 ? n - window_ + 1 : 0; }
 
  private:
-  bool keep(int slot, int64_t block) const;
+  // vLLM SlidingWindowManager.reachable_block_mask (PR #43447): a full block keeps its hash only if some
+  // hit could use it: the `need` = cdiv(window - 1, B) blocks ending at a segment's end (retention N > 0:
+  // N-token segments; dense: every block), and, unless dense, those ending at the replay boundary and at
+  // the shared-prefix junction (set_boundaries). The others stay unhashed.
+  bool keeps_hash(int slot, int64_t block) const override;
 
   int window_;
   int64_t max_blocks_;

@@ -248,7 +248,7 @@ TEST(EngineSlidingWindow, RetentionZeroKeepsOnlyTheReachableTailsOfTheWindow) {
   for (int i = 4; i < 6; ++i) reqs.push_back(make_request(i + 1, 1000 * i, {text(1, 100), text(10 + i, 400)}, 1));
   auto cached = [&](int64_t retention) {
     auto cfg = config_for(layout);
-    cfg.prefix_cache_retention_interval = retention;
+    cfg.window_retention_interval = retention;
     Outcome r;
     simulate(cfg, reqs, r);
     std::vector<int64_t> out;
@@ -263,6 +263,7 @@ TEST(EngineSlidingWindow, RetentionZeroKeepsOnlyTheReachableTailsOfTheWindow) {
   {
     // Request 2's loss is named for the window tail it lacked: the 592 tokens attention matched.
     auto cfg = config_for(layout);
+    cfg.window_retention_interval = 0;
     Outcome r;
     simulate(cfg, reqs, r);
     EXPECT_EQ(r.sink.requests[2].cause, MissCause::kNoSavedState);
@@ -272,6 +273,25 @@ TEST(EngineSlidingWindow, RetentionZeroKeepsOnlyTheReachableTailsOfTheWindow) {
   EXPECT_EQ(cached(kRetentionDense), (std::vector<int64_t>{0, 592, 592, 592, 96, 96}));
   // 512-token segments (32 blocks): blocks 24..31 end a segment, so request 2 hits 32 blocks (512).
   EXPECT_EQ(cached(512), (std::vector<int64_t>{0, 512, 592, 592, 0, 96}));
+}
+
+TEST(EngineSlidingWindow, AWindowOnlyLayoutHashesEveryBlockWhateverTheRetention) {
+  // No full-attention group: vLLM's hybrid coordinator (and its junction) is not in play, so the window's
+  // blocks all keep their hashes. Window 33, B 16: 100 shared tokens then 60 of each request's own; the
+  // second request's lookup (at most 159 tokens) matches blocks 0..5, whose last two (4, 5) cover the
+  // window: 96 tokens. Under the retention mask only blocks 7, 8 (before its replay boundary 144) would
+  // have a hash, and nothing would hit.
+  KvCacheLayout layout;
+  layout.block_size = 16;
+  layout.num_blocks = 1000;
+  layout.groups.push_back(KvCacheGroup{KvGroupKind::kSlidingWindow, 1, 33, 0});
+  auto cfg = config_for(layout);
+  cfg.window_retention_interval = 0;
+  Outcome r;
+  simulate(cfg,
+           {make_request(1, 0, {text(1, 100), text(2, 60)}, 1), make_request(2, 1000, {text(1, 100), text(3, 60)}, 1)},
+           r);
+  EXPECT_EQ(r.sink.requests[2].cached_tokens, 96);
 }
 
 TEST(EngineRun, InvariantsHoldThroughoutAndAtTheEnd) {

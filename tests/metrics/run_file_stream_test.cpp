@@ -102,7 +102,6 @@ TEST(RunFileStream, InterruptedRunIsFlaggedIncomplete) {
   EXPECT_LT(r.summary.requests.count, 240);
   // Requests still in the cluster at the stop count as unfinished, without a row.
   EXPECT_GT(r.summary.requests.in_flight, 0);
-  EXPECT_EQ(r.summary.requests.count, r.summary.requests.finished + r.summary.requests.unfinished);
   EXPECT_EQ(static_cast<int64_t>(f.read_ints("/requests/id").size()),
             r.summary.requests.count - r.summary.requests.in_flight);
   EXPECT_FALSE(fs::exists(o.hdf5_path + ".tmp"));
