@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/core/csv_fields.h"
 #include "sim/core/errors.h"
 #include "sim/core/input_file.h"
 
@@ -14,30 +15,8 @@ namespace {
 
 std::vector<std::string> split_line(const std::string& line, const std::string& source, int lineno) {
   std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cur += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cur += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
-  }
-  if (quoted) throw InputError(source + ":" + std::to_string(lineno) + ": unterminated quoted field");
-  out.push_back(cur);
+  if (!split_csv_fields(line, out))
+    throw InputError(source + ":" + std::to_string(lineno) + ": unterminated quoted field");
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "sim/core/csv_fields.h"
 #include "sim/core/errors.h"
 #include "sim/workload/content_ids.h"
 #include "sim/workload/impl/trace_reader.h"
@@ -13,28 +14,16 @@
 namespace kvsim {
 namespace {
 
-// Fields of one CSV line (RFC 4180): a comma inside double quotes belongs to its field ("1,500" is one
-// field, refused later as a number, not two). An unterminated quote is a bad line.
-std::vector<std::string_view> split_csv(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    if (line[i] == '"') {
-      quoted = !quoted;  // "" inside a quoted field toggles twice
-    } else if (line[i] == ',' && !quoted) {
-      out.push_back(line.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  if (quoted) throw BadLine("unterminated double quote");
-  out.push_back(line.substr(start));
+std::vector<std::string> split_csv(std::string_view line) {
+  std::vector<std::string> out;
+  if (!split_csv_fields(line, out)) throw BadLine("unterminated double quote");
   return out;
 }
 
+// Fields are unquoted already (split_csv_fields); blanks around them are not part of the value.
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '"')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '"')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
 
@@ -50,7 +39,7 @@ class AzureReader final : public TraceReader {
     if (!have_header_) {
       // A UTF-8 byte-order mark before the header (spreadsheet exports) is not part of its first name.
       if (line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
-      std::vector<std::string_view> cols;
+      std::vector<std::string> cols;
       try {
         cols = split_csv(line);
       } catch (const BadLine& e) {
@@ -59,7 +48,7 @@ class AzureReader final : public TraceReader {
       read_header(cols);
       return false;
     }
-    const std::vector<std::string_view> cols = split_csv(line);
+    const std::vector<std::string> cols = split_csv(line);
     if (cols.size() != header_columns_) {
       throw BadLine("expected " + std::to_string(header_columns_) + " columns (the header's), got " +
                     std::to_string(cols.size()));
@@ -77,7 +66,7 @@ class AzureReader final : public TraceReader {
 
  private:
   // The header is not a request line: a bad header is fatal even with skip_bad_lines.
-  void read_header(const std::vector<std::string_view>& cols) {
+  void read_header(const std::vector<std::string>& cols) {
     auto find = [&](std::string_view name) -> size_t {
       for (size_t i = 0; i < cols.size(); ++i)
         if (trim(cols[i]) == name) return i;
