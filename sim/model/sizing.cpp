@@ -431,10 +431,40 @@ int64_t image_tokens(const ModelSpec& spec, int width, int height) {
   if (!spec.has_vision) return 0;
   if (spec.vision_soft_tokens_per_image > 0) return spec.vision_soft_tokens_per_image;
   const int64_t factor = static_cast<int64_t>(spec.vision_patch_size) * spec.vision_spatial_merge;
-  auto round_side = [&](int64_t side) {
-    return std::max<int64_t>(factor, static_cast<int64_t>(std::llround(static_cast<double>(side) / factor)) * factor);
-  };
-  return (round_side(width) / factor) * (round_side(height) / factor);
+  // The pixel bounds of the Qwen-VL image processors (preprocessor_config.json, which config.json does not
+  // carry): Qwen3-VL / Qwen3.5 size {shortest_edge 65536, longest_edge 16777216}; Qwen2-VL / Qwen2.5-VL
+  // min_pixels 56 x 56, max_pixels 14 x 14 x 4 x 16384.
+  const std::string& t = spec.model_type;
+  int64_t min_pixels = 0, max_pixels = 0;
+  if (t.starts_with("qwen3_vl") || t.starts_with("qwen3_5")) {
+    min_pixels = 65536;
+    max_pixels = 16777216;
+  } else if (t == "qwen2_vl" || t == "qwen2_5_vl") {
+    min_pixels = 56 * 56;
+    max_pixels = 14 * 14 * 4 * 16384;
+  }
+  if (max_pixels == 0) {
+    // Other towers (MoonViT): each side to the nearest multiple of patch x merge.
+    auto round_side = [&](int64_t side) {
+      return std::max<int64_t>(factor, static_cast<int64_t>(std::llround(static_cast<double>(side) / factor)) * factor);
+    };
+    return (round_side(width) / factor) * (round_side(height) / factor);
+  }
+  // transformers' smart_resize (Qwen2-VL image processor): each side rounded to a multiple of the factor
+  // (Python's round: halves to even, as nearbyint under the default rounding mode), then scaled down to
+  // max_pixels or up to min_pixels, keeping the aspect ratio.
+  const auto h = static_cast<double>(height), w = static_cast<double>(width), f = static_cast<double>(factor);
+  double h_bar = std::nearbyint(h / f) * f, w_bar = std::nearbyint(w / f) * f;
+  if (h_bar * w_bar > static_cast<double>(max_pixels)) {
+    const double beta = std::sqrt(h * w / static_cast<double>(max_pixels));
+    h_bar = std::max(f, std::floor(h / beta / f) * f);
+    w_bar = std::max(f, std::floor(w / beta / f) * f);
+  } else if (h_bar * w_bar < static_cast<double>(min_pixels)) {
+    const double beta = std::sqrt(static_cast<double>(min_pixels) / (h * w));
+    h_bar = std::ceil(h * beta / f) * f;
+    w_bar = std::ceil(w * beta / f) * f;
+  }
+  return static_cast<int64_t>(h_bar / f) * static_cast<int64_t>(w_bar / f);
 }
 
 }  // namespace kvsim

@@ -146,6 +146,20 @@ TEST(EssayMultimodal, Qwen3VL8B_ImageOf1024Pixels) {
   EXPECT_EQ(image_tokens(m, 1024, 1024) * kv_bytes_per_token(m, DType::kBf16), 144 * kMiB);
 }
 
+TEST(EssayMultimodal, Qwen3VLImagesFollowSmartResize) {
+  // transformers' smart_resize with Qwen3-VL's processor bounds (factor 32, 65,536 .. 16,777,216 pixels),
+  // computed by hand:
+  ModelSpec m = load("qwen3-vl-8b");
+  // 8192 x 8192 = 67 Mpx > max: beta = sqrt(8192^2 / 16,777,216) = 2, each side 4096: (4096 / 32)^2.
+  EXPECT_EQ(image_tokens(m, 8192, 8192), 128 * 128);
+  // 16 x 16 below min: beta = sqrt(65,536 / 256) = 16, each side ceil(256 / 32) x 32 = 256: 8 x 8.
+  EXPECT_EQ(image_tokens(m, 16, 16), 64);
+  // 1040 / 32 = 32.5 rounds to even, 32: not 33 x 33.
+  EXPECT_EQ(image_tokens(m, 1040, 1040), 32 * 32);
+  // 3000 x 2000: 93.75 -> 94, 62.5 -> 62: 94 x 62 = 5,828.
+  EXPECT_EQ(image_tokens(m, 3000, 2000), 94 * 62);
+}
+
 TEST(EssayHybrids, Rwkv6_OnlyState) {
   ModelSpec m = load("rwkv6-1b6");
   EXPECT_EQ(kv_bytes_per_token(m, DType::kBf16), 0);
