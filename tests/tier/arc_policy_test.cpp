@@ -88,5 +88,33 @@ TEST(ArcPolicy, EvictionSkipsBusyAndProtectedChunksAllOrNothing) {
   t.end_load(Keys{1});
 }
 
+// vLLM's evict tries T1 only while |T1| >= int(target); below it T2 alone: with no evictable chunk there
+// the store fails whole, even if T1 has one (T1 is not the fallback; T2 is T1's).
+TEST(ArcPolicy, BelowTheTargetOnlyT2IsTriedAndNothingThereSkipsTheStore) {
+  HostTier t(2, "arc");
+  const auto& arc = dynamic_cast<const ArcPolicy&>(t.policy());
+  access(t, 1);
+  access(t, 2);  // T1 = [1, 2]
+  access(t, 3);  // |T1| = 2 >= 0: 1 -> B1; T1 = [2, 3]
+  access(t, 1);  // B1 hit: target 1; |T1| = 2 >= 1: 2 -> B1; T1 = [3, 1]
+  access(t, 2);  // B1 hit: target 1 + max(1, 0 / 1) = 2; |T1| = 2 >= 2: 3 -> B1; T1 = [1, 2]
+  ASSERT_DOUBLE_EQ(arc.target_t1(), 2.0);
+  access(t, 3);  // B1 hit: target 3 (capacity 2 caps it at 2); |T1| = 2 >= 2: 1 -> B1; T1 = [2, 3]
+  ASSERT_EQ(arc.t2_size(), 0);
+  // Target 2 with |T1| = 2: T1 is tried. Protect T1's victim candidate 2 and 3: nothing evictable.
+  int64_t ins = 0, ev = 0;
+  EXPECT_FALSE(t.prepare_store(Keys{9}, Keys{2, 3, 9}, &ins, &ev));
+  // One chunk goes to T2 (|T1| = 1 < target 2): a store must come from T2, whose only chunk is protected;
+  // T1's chunk 3 is free but not taken, and the store is skipped.
+  t.touch(Keys{2});  // 2 -> T2
+  ASSERT_EQ(arc.t1_size(), 1);
+  EXPECT_FALSE(t.prepare_store(Keys{9}, Keys{2, 9}, &ins, &ev));
+  EXPECT_EQ(t.state(3), HostTier::State::kReady);
+  // Unprotected, T2's chunk 2 goes.
+  ASSERT_TRUE(t.prepare_store(Keys{9}, Keys{9}, &ins, &ev));
+  EXPECT_EQ(t.state(2), HostTier::State::kAbsent);
+  EXPECT_EQ(t.state(3), HostTier::State::kReady);
+}
+
 }  // namespace
 }  // namespace kvsim

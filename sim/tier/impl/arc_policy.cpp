@@ -57,20 +57,21 @@ bool ArcPolicy::evict(int64_t n, const KeyPredicate& is_protected, const KeyPred
     return false;
   };
   int64_t t1 = t1_size();  // |T1| as the victims so far leave it
+  // vLLM policies/arc.py evict: from T1 while |T1| (as the victims so far leave it) >= int(target), falling
+  // back to T2 when T1 has nothing evictable; below the target from T2 only: none there fails the whole
+  // store, T1 is not tried.
   for (int64_t i = 0; i < n; ++i) {
     const bool prefer_t1 = t1 >= static_cast<int64_t>(target_);
-    const bool has1 = next(cur1, kT1), has2 = next(cur2, kT2);
-    if (!has1 && !has2) {
-      victims->clear();
-      return false;  // vLLM: all or nothing, nothing changes
-    }
-    if ((prefer_t1 && has1) || !has2) {
+    if (prefer_t1 && next(cur1, kT1)) {
       victims->push_back(*cur1++);
       from.push_back(kB1);
       --t1;
-    } else {
+    } else if (next(cur2, kT2)) {
       victims->push_back(*cur2++);
       from.push_back(kB2);
+    } else {
+      victims->clear();
+      return false;  // vLLM: all or nothing, nothing changes
     }
   }
   for (size_t i = 0; i < victims->size(); ++i) move_to((*victims)[i], from[i]);
