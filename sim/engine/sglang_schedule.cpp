@@ -30,7 +30,10 @@
 // kvsim's deviations: a retracted request is recomputed from scratch like a vLLM preemption (SGLang
 // keeps its prefix in the radix cache when caching is on); the free and evictable tokens are the
 // pool's free blocks x the block size (SGLang's page is one token; a hybrid's unified page is larger);
-// the overlap scheduler's one-step lag of a finished request is not modelled.
+// the overlap scheduler's one-step lag of a finished request is not modelled; the cache is vLLM's block pool
+// at page 1, so eviction frees tokens least recently used first from a sequence's tail, where SGLang's
+// RadixCache.evict drops whole least recently used leaf nodes (a prefix that loses its tail here loses
+// all of a node's tokens there).
 #include <algorithm>
 
 #include "sim/core/check.h"
