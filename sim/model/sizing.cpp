@@ -109,8 +109,9 @@ double attention_bytes_per_token(const LayerSpec& l, DType kv, int tp) {
     case LayerKind::kSparseMla: {
       const int id = l.attn.index_head_dim;
       const double indexer = id + (id / 128) * 4;  // deepseek_v2.py DeepseekV32IndexerCache, uint8
-      if (dtype_bits(kv) == 8) {
-        // flashmla_sparse.py fp8_ds_mla: latent fp8, 4-byte scale per 128 values, rope in bf16.
+      if (dtype_bits(kv) < 16) {
+        // flashmla_sparse.py fp8_ds_mla: latent fp8, 4-byte scale per 128 values, rope in bf16. vLLM
+        // _canonicalize_sparse_mla_kv_cache_dtype turns any quantized KV dtype (fp4 too) into this row.
         const int r = l.attn.kv_lora_rank;
         return r + (r / 128) * 4 + l.attn.qk_rope_head_dim * 2 + indexer;
       }

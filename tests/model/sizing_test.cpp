@@ -52,6 +52,7 @@ TEST(EssayBytesPerToken, DeepSeekV32_Fp8DsMlaWithIndexer) {
   EXPECT_EQ(kv_bytes_per_token(m, DType::kFp8DsMla), (656 + 132) * 61);  // 48,068
   EXPECT_EQ(kv_bytes_per_token(m, DType::kFp8DsMla), 48068);
   EXPECT_EQ(kv_bytes_per_token(m, DType::kFp8), 48068);  // vLLM canonicalises fp8 to fp8_ds_mla here
+  EXPECT_EQ(kv_bytes_per_token(m, DType::kFp4), 48068);  // and any quantized dtype (fp4 too): 61 x (656 + 132)
   // BF16 MLA with vLLM's fp8 indexer: (1,152 + 132) x 61 = 78,324.
   EXPECT_EQ(kv_bytes_per_token(m, DType::kBf16), 78324);
 }
