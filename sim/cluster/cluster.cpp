@@ -245,7 +245,7 @@ bool Cluster::wants_remote_prefill(const RequestSpec& spec, int64_t match) const
 
 void Cluster::route_disaggregated(RequestSpec spec) {
   // llm-d / Dynamo: the decode instance first, then the decision, then the prefill instance.
-  const int decode = router_->route(spec, candidates_, *this);
+  const int decode = router_->route_stage(spec, candidates_, *this, RouteStage::kDecode);
   KVSIM_CHECK(std::find(candidates_.begin(), candidates_.end(), decode) != candidates_.end(),
               "router " << router_->name() << " chose " << decode << " as the decode instance");
   if (!wants_remote_prefill(spec, router_->last_match_tokens())) {
@@ -255,7 +255,7 @@ void Cluster::route_disaggregated(RequestSpec spec) {
   RequestSpec stage = spec;
   stage.id = prefill_stage(spec.id);
   probe_request_ = -1;
-  const int prefill = router_->route(stage, prefill_candidates_, *this);
+  const int prefill = router_->route_stage(stage, prefill_candidates_, *this, RouteStage::kPrefill);
   KVSIM_CHECK(std::find(prefill_candidates_.begin(), prefill_candidates_.end(), prefill) != prefill_candidates_.end(),
               "router " << router_->name() << " chose " << prefill << " as the prefill instance");
   ++disaggregated_;

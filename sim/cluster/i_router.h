@@ -51,11 +51,19 @@ class IClusterView {
   virtual SimTime now() const = 0;
 };
 
+// Which decision a route() call makes: a colocated request's, or one stage of a disaggregated one.
+enum class RouteStage { kColocated, kDecode, kPrefill };
+
 class IRouter {
  public:
   virtual ~IRouter() = default;
   // The instance for `spec`, one of `candidates` (instance ids, ascending, never empty).
   virtual int route(const RequestSpec& spec, std::span<const int> candidates, const IClusterView& view) = 0;
+  // The same for one stage of a P/D request; a router whose stages follow other rules overrides it.
+  virtual int route_stage(const RequestSpec& spec, std::span<const int> candidates, const IClusterView& view,
+                          RouteStage /*stage*/) {
+    return route(spec, candidates, view);
+  }
   // The request's first token came back from `instance` (its prefill is done).
   virtual void on_first_token(RequestId /*id*/, int /*instance*/) {}
   // The request left `instance` (finished, or rejected by it).

@@ -297,6 +297,43 @@ workload:
   EXPECT_EQ(prefill_chunks, (std::vector<int64_t>{1040, 1039, 1039}));
 }
 
+TEST(Disagg, SglangRoutesThePrefillStageByCacheAndTheDecodeStageByLoad) {
+  // SGLang's PD router with one policy: the prefill stage cache-aware, the decode stage least-load
+  // (cluster-offload.md B.3). Four prompts of one 320-token prefix plus 32 of their own, seconds apart,
+  // over 2 prefill + 2 decode instances: each later prompt matches 320 / 352 = 0.91 > 0.3 of the first
+  // one's prefill instance and goes there, its 320 tokens cached; every decode instance is idle at each
+  // arrival, so the decode stage takes the lowest id. (The decode stage's insertions used to fill the
+  // tree, the prefill stage then matched a decode instance, and fell back to alternating.)
+  const std::string text = R"(
+model: models/qwen3-8b.json
+gpu: h100-sxm
+seed: 1
+engine: {block_size: 16}
+workload:
+  synthetic: {kind: shared_prefix, rate: 0.1, groups: 1, requests_per_group: 4, prefix_tokens: 320, suffix_tokens: 32,
+              output_tokens: 4}
+cluster:
+  topology: hgx-h100-1node
+  router: {policy: sglang}
+  pools:
+    - {name: p, role: prefill, instances: 2}
+    - {name: d, role: decode, instances: 2}
+  disaggregation: {decider: always}
+)";
+  const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
+  ASSERT_EQ(r.summary.requests.finished, 4);
+  std::set<int> prefill, decode;
+  std::vector<int64_t> cached;
+  for (const RequestRow& row : r.collector->requests()) {
+    prefill.insert(row.prefill_instance);
+    decode.insert(row.instance);
+    cached.push_back(row.cached_tokens);
+  }
+  EXPECT_EQ(prefill.size(), 1u);
+  EXPECT_EQ(decode, (std::set<int>{2}));
+  EXPECT_EQ(cached, (std::vector<int64_t>{0, 320, 320, 320}));
+}
+
 // A prefill instance of 129 usable blocks holds a finished 1,500-token prompt (94 blocks) until the decode
 // side pulls it; the next prompt (ceil(1,600 / 16) = 100 blocks with its output) runs alone, cannot grow, and
 // preempts itself. It used to be rejected as "can never finish" although the held blocks come back when the

@@ -9,6 +9,9 @@
 //  3. every eviction_interval each instance's tree is cut to max_tree_size tokens, least recently used
 //     leaves first (SGLang runs it on a background thread; kvsim at the first routing decision after each
 //     interval, which is what the routing decisions can see).
+// P/D (the PD router with one policy, cluster-offload.md B.3): the prefill stage is cache-aware as above,
+// the decode stage least-load (fewest in flight, ties the lowest id) and out of the tree, so that the
+// prefill stage's matches only name prefill instances.
 #include <algorithm>
 
 #include "sim/cluster/impl/radix_tree.h"
@@ -67,6 +70,16 @@ class SglangRouter final : public IRouter {
       }
     }
     tree_.insert(pieces_, pick, now);
+    ++in_flight_[static_cast<size_t>(pick)];
+    return pick;
+  }
+
+  int route_stage(const RequestSpec& spec, std::span<const int> candidates, const IClusterView& view,
+                  RouteStage stage) override {
+    if (stage != RouteStage::kDecode) return route(spec, candidates, view);
+    int pick = candidates[0];
+    for (int i : candidates)
+      if (in_flight_[static_cast<size_t>(i)] < in_flight_[static_cast<size_t>(pick)]) pick = i;
     ++in_flight_[static_cast<size_t>(pick)];
     return pick;
   }
