@@ -51,8 +51,10 @@ class IClusterView {
   virtual SimTime now() const = 0;
 };
 
-// Which decision a route() call makes: a colocated request's, or one stage of a disaggregated one.
-enum class RouteStage { kColocated, kDecode, kPrefill };
+// Which decision a route() call makes: a colocated request's, or one stage of a disaggregated one. The
+// decode stage comes first; kDecodeThenDecide when the P/D decider then reads the router's match there
+// (deciders llm_d, dynamo), kDecode when every request is disaggregated whatever it (always).
+enum class RouteStage { kColocated, kDecode, kDecodeThenDecide, kPrefill };
 
 class IRouter {
  public:

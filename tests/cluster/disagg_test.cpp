@@ -334,6 +334,40 @@ cluster:
   EXPECT_EQ(cached, (std::vector<int64_t>{0, 320, 320, 320}));
 }
 
+TEST(Disagg, DynamoRoutesTheDecodeStageByLoadAlone) {
+  // Dynamo's disaggregated serving: the decode stage scores without overlap (weight 0) or prefill-token
+  // tracking, cost = the worker's active blocks plus the request's 22 (352 / 16). Requests a second apart
+  // find both decode workers idle: equal costs, and the tie goes to the smaller tree, so the second
+  // request takes the worker the first one did not (with overlap scoring it followed the first: cost
+  // 2 + 22 against 22 + 22).
+  const std::string text = R"(
+model: models/qwen3-8b.json
+gpu: h100-sxm
+seed: 1
+engine: {block_size: 16}
+workload:
+  synthetic: {kind: shared_prefix, rate: 1, groups: 1, requests_per_group: 2, prefix_tokens: 320, suffix_tokens: 32,
+              output_tokens: 4}
+cluster:
+  topology: hgx-h100-1node
+  router: {policy: dynamo}
+  pools:
+    - {name: p, role: prefill, instances: 1}
+    - {name: d, role: decode, instances: 2}
+  disaggregation: {decider: always}
+)";
+  for (uint64_t seed : {1, 2, 3}) {
+    Scenario sc = parse_scenario(text, "d.yaml");
+    sc.seed = seed;
+    const SimulationResult r = run_simulation(sc);
+    ASSERT_EQ(r.summary.requests.finished, 2);
+    std::vector<int> decode;
+    for (const RequestRow& row : r.collector->requests()) decode.push_back(row.instance);
+    ASSERT_EQ(decode.size(), 2u);
+    EXPECT_NE(decode[0], decode[1]) << seed;
+  }
+}
+
 // A prefill instance of 129 usable blocks holds a finished 1,500-token prompt (94 blocks) until the decode
 // side pulls it; the next prompt (ceil(1,600 / 16) = 100 blocks with its output) runs alone, cannot grow, and
 // preempts itself. It used to be rejected as "can never finish" although the held blocks come back when the

@@ -102,6 +102,17 @@ class DynamoRouter final : public IRouter {
         active_(view.num_instances()) {}
 
   int route(const RequestSpec& spec, std::span<const int> candidates, const IClusterView& view) override {
+    return route_stage(spec, candidates, view, RouteStage::kColocated);
+  }
+
+  // Disaggregated (router docs, "disaggregated serving"): the decode stage "disables overlap scoring
+  // (overlap_score_weight=0) and prefill-token tracking", pure load balance; the prefill router disables
+  // active-block tracking. The classic conditional flow (decider dynamo) routes the decode worker as an
+  // aggregated request and decides on its prefix hit: scored as colocated.
+  int route_stage(const RequestSpec& spec, std::span<const int> candidates, const IClusterView& view,
+                  RouteStage stage) override {
+    const bool decode_only = stage == RouteStage::kDecode;
+    const double weight = decode_only ? 0.0 : s_.overlap_weight;
     by_size_.clear();
     held_.clear();
     costs_.clear();
@@ -115,7 +126,7 @@ class DynamoRouter final : public IRouter {
       const int64_t new_prefill = std::max<int64_t>(spec.prompt_tokens - overlap * bs, 0);
       const double prefill_blocks = static_cast<double>(prefill_tokens_[static_cast<size_t>(i)] + new_prefill) / bs;
       const int64_t decode_blocks = active_.unique(i) + static_cast<int64_t>(h.size()) - held_for(spec, bs, i);
-      const double cost = s_.overlap_weight * prefill_blocks + static_cast<double>(decode_blocks);
+      const double cost = weight * prefill_blocks + static_cast<double>(decode_blocks);
       costs_.push_back(cost);
       lo = std::min(lo, cost);
       hi = std::max(hi, cost);
@@ -126,13 +137,13 @@ class DynamoRouter final : public IRouter {
     const std::vector<uint64_t>& h = hashes_for(spec, bs);
     Tracked t;
     t.instance = pick;
-    t.blocks = h;
+    if (stage != RouteStage::kPrefill) t.blocks = h;
     const int64_t full = spec.prompt_tokens / bs;
     const size_t k = static_cast<size_t>(std::find(candidates.begin(), candidates.end(), pick) - candidates.begin());
-    t.prefill_tokens = std::max<int64_t>(spec.prompt_tokens - overlaps_[k] * bs, 0);
+    if (!decode_only) t.prefill_tokens = std::max<int64_t>(spec.prompt_tokens - overlaps_[k] * bs, 0);
     last_match_ = std::min<int64_t>(overlaps_[k] * bs, spec.prompt_tokens);
     prefill_tokens_[static_cast<size_t>(pick)] += t.prefill_tokens;
-    for (uint64_t b : h) active_.add(pick, b);
+    for (uint64_t b : t.blocks) active_.add(pick, b);
     if (!s_.kv_events) predicted_.insert(pick, std::span<const uint64_t>(h.data(), static_cast<size_t>(full)));
     tracked_[spec.id.value()] = std::move(t);
     return pick;

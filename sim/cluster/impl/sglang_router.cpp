@@ -76,7 +76,7 @@ class SglangRouter final : public IRouter {
 
   int route_stage(const RequestSpec& spec, std::span<const int> candidates, const IClusterView& view,
                   RouteStage stage) override {
-    if (stage != RouteStage::kDecode) return route(spec, candidates, view);
+    if (stage != RouteStage::kDecode && stage != RouteStage::kDecodeThenDecide) return route(spec, candidates, view);
     int pick = candidates[0];
     for (int i : candidates)
       if (in_flight_[static_cast<size_t>(i)] < in_flight_[static_cast<size_t>(pick)]) pick = i;
