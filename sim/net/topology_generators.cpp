@@ -73,9 +73,15 @@ TopologySpec leaf_spine(int nodes, const std::string& gpu_link, const std::strin
       add_link(spec, node_vertex(n, "nic" + std::to_string(r)), "leaf" + std::to_string(r), nic_link, "nic_link", 0.5);
     }
   }
-  const double scale = nodes / (spines * oversubscription);
+  // Each leaf has nodes / oversubscription fabric ports up. With at least one port a spine they are split
+  // evenly over all spines; with fewer ports than spines (a small fabric) each port goes whole to its own
+  // spine, every leaf to the same first ones (so that any two leaves meet): a single flow, held on one
+  // spine by ECMP, then gets a whole port, not a fraction of one.
+  const double up = nodes / oversubscription;
+  const int used = std::min(spines, std::max(1, static_cast<int>(std::ceil(up))));
+  const double scale = up / used;
   for (int r = 0; r < rails; ++r) {
-    for (int k = 0; k < spines; ++k) {
+    for (int k = 0; k < used; ++k) {
       add_link(spec, "leaf" + std::to_string(r), "spine" + std::to_string(k), fabric_link, "fabric_link", 0.0, scale);
     }
   }

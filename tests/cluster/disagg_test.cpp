@@ -368,6 +368,33 @@ cluster:
   }
 }
 
+TEST(Disagg, ACrossRailPullOnASmallFabricGetsAWholePort) {
+  // Two HGX nodes, rail-optimised, non-blocking: each leaf has 2 fabric ports up, each whole to a spine.
+  // Prefill on node0/gpu1 (rail 1), decode on node1/gpu0 (rail 0): leaf1 -> spine -> leaf0, 8 hops, at a
+  // whole IB NDR port as on one rail: 17 us + 1,024 x 147,456 B / (0.7 x 50 GB/s) = 4.3313 ms. (A port
+  // split over the 8 spines gave each spine link 2 / 8 of one: 17.27 ms.)
+  const std::string text = R"(
+model: models/qwen3-8b.json
+gpu: h100-sxm
+seed: 1
+engine: {block_size: 16}
+workload:
+  synthetic: {kind: poisson, rate: 1, num_requests: 1, input_tokens: 1024, output_tokens: 4}
+cluster:
+  topology: hgx-h100-2node-ib-ndr
+  pools:
+    - {name: p, role: prefill, instances: 1, placement: [node0/gpu1]}
+    - {name: d, role: decode, instances: 1, placement: [node1/gpu0]}
+  disaggregation: {decider: always}
+)";
+  const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
+  ASSERT_EQ(r.collector->transfers().size(), 1u);
+  const TransferRecord& t = r.collector->transfers()[0];
+  EXPECT_EQ(t.hops, 8);
+  EXPECT_EQ(t.bytes, 1024 * 147'456);
+  EXPECT_NEAR((t.end - t.start).seconds(), 17e-6 + 1024 * 147'456 / (0.7 * 50e9), 1e-9);
+}
+
 // A prefill instance of 129 usable blocks holds a finished 1,500-token prompt (94 blocks) until the decode
 // side pulls it; the next prompt (ceil(1,600 / 16) = 100 blocks with its output) runs alone, cannot grow, and
 // preempts itself. It used to be rejected as "can never finish" although the held blocks come back when the
