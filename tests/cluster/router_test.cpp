@@ -225,6 +225,25 @@ TEST(RouterHashes, EmptySegmentsDoNotEndThePrompt) {
   EXPECT_EQ(c.size(), 4u);  // max_prefix_blocks caps the walk, tail included
 }
 
+// A prompt shorter than a block is one partial hash; like the full blocks', it depends on the request's
+// cache salt and LoRA adapter (they used to be left out: 8 salts of one 10-token text all scored a match).
+TEST(RouterHashes, AShortPromptsHashDependsOnItsSaltAndAdapter) {
+  std::vector<uint64_t> plain, salted, other_salt, adapter;
+  RequestSpec r = make_request(1, 0, {text(42, 10)}, 1);
+  router_block_hashes(r, 16, 256, true, plain);
+  r.cache_salt = "a";
+  router_block_hashes(r, 16, 256, true, salted);
+  r.cache_salt = "b";
+  router_block_hashes(r, 16, 256, true, other_salt);
+  r.cache_salt.clear();
+  r.lora = "adapter-1";
+  router_block_hashes(r, 16, 256, true, adapter);
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_NE(plain, salted);
+  EXPECT_NE(salted, other_salt);
+  EXPECT_NE(plain, adapter);
+}
+
 TEST(RouterRegistry, UnknownPolicyListsTheKnownOnes) {
   FakeView view(1);
   RandomStreams rng(1);

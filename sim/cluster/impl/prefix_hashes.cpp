@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/core/random.h"
 #include "sim/engine/block_hasher.h"
 #include "sim/engine/hash_mix.h"
 
@@ -24,8 +25,14 @@ void router_block_hashes(const RequestSpec& spec, int block_size, int64_t max_bl
   out = hasher.hashes();
   const int64_t full = static_cast<int64_t>(out.size()) * block_size;
   if (!partial_tail || full >= seq.size() || static_cast<int64_t>(out.size()) >= max_blocks) return;
-  // The trailing partial block: its runs' identities chained on the last full block's hash.
+  // The trailing partial block: its runs' identities chained on the last full block's hash. With no full
+  // block the chain starts from the request's extra keys (LoRA, cache salt), as the full blocks' do: a
+  // short prompt under another salt or adapter is another prefix.
   Mixer m(out.empty() ? 0x6C6C6D2D64ULL : out.back());
+  if (out.empty()) {
+    if (!spec.lora.empty()) m.add(fnv1a64(spec.lora));
+    if (!spec.cache_salt.empty()) m.add(fnv1a64(spec.cache_salt) ^ 0x73616C74ULL);
+  }
   for (size_t r = seq.run_at(full); r < seq.runs().size(); ++r) {
     const TokenRun& run = seq.runs()[r];
     const int64_t skip = std::max<int64_t>(full - run.start, 0);
