@@ -90,6 +90,7 @@ int64_t Cluster::cached_prefix_blocks(int i, const RequestSpec& spec, int64_t ma
 }
 
 void Cluster::take_reports() {
+  ++report_epoch_;
   for (size_t i = 0; i < instances_.size(); ++i) reports_[i] = live_report(static_cast<int>(i));
 }
 

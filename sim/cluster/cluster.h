@@ -107,6 +107,7 @@ class Cluster final : private IClusterView {
   int num_instances() const override { return static_cast<int>(instances_.size()); }
   const InstanceInfo& info(int i) const override { return info_[static_cast<size_t>(i)]; }
   const InstanceReport& report(int i) const override;
+  int64_t report_epoch() const override { return report_interval_ == Duration::ns(0) ? -1 : report_epoch_; }
   int64_t cached_prefix_blocks(int i, const RequestSpec& spec, int64_t max_blocks) const override;
   SimTime now() const override { return ctx_.now(); }
 
@@ -143,6 +144,7 @@ class Cluster final : private IClusterView {
   Duration routing_latency_;
   Duration report_interval_;
   mutable std::vector<InstanceReport> reports_;
+  int64_t report_epoch_ = 0;  // snapshots taken (report_interval > 0)
   bool report_pending_ = false;
   struct Delayed {
     RequestSpec spec;

@@ -49,6 +49,9 @@ class IClusterView {
   // Ground truth: only KV-event-fed indexes may call it.
   virtual int64_t cached_prefix_blocks(int instance, const RequestSpec& spec, int64_t max_blocks) const = 0;
   virtual SimTime now() const = 0;
+  // Which snapshot report() reads: a number that changes when the reports are taken again, or -1 when
+  // they are live (report_interval 0).
+  virtual int64_t report_epoch() const { return -1; }
 };
 
 // Which decision a route() call makes: a colocated request's, or one stage of a disaggregated one. The

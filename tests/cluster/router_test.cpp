@@ -31,7 +31,9 @@ class FakeView : public IClusterView {
     return it == cached.end() ? 0 : std::min(it->second, max_blocks);
   }
   SimTime now() const override { return SimTime::zero(); }
+  int64_t report_epoch() const override { return epoch; }
 
+  int64_t epoch = -1;  // live reports
   std::vector<InstanceInfo> infos;
   std::vector<InstanceReport> reports;
   std::map<std::pair<int, int64_t>, int64_t> cached;  // (instance, request id) -> leading blocks cached
@@ -242,6 +244,23 @@ TEST(RouterHashes, AShortPromptsHashDependsOnItsSaltAndAdapter) {
   EXPECT_NE(plain, salted);
   EXPECT_NE(salted, other_salt);
   EXPECT_NE(plain, adapter);
+}
+
+// vLLM's DP client counts its own picks between stats updates (core_client.py: current_counts[eng][0] +=
+// client_count). Instance 0 reports 1 running, instance 1 nothing; three requests at once. Stale
+// snapshot: 1 (score 0 < 1), then 0 (instance 1 now 4 x 1 = 4 against 1), then 1 (4 against 4 x 1 + 1 =
+// 5). Live reports already hold each pick (here nothing changes between the picks): 1, 1, 1.
+TEST(VllmDpRouter, StaleReportsCountTheRoutersOwnPicks) {
+  for (int64_t epoch : {int64_t{7}, int64_t{-1}}) {
+    FakeView view(2);
+    view.reports[0].running = 1;
+    view.epoch = epoch;
+    RandomStreams rng(1);
+    auto r = router("vllm_dp", view, rng);
+    std::vector<int> picks;
+    for (int i = 0; i < 3; ++i) picks.push_back(r->route(make_request(i, 0, {text(1, 64)}, 1), view.all, view));
+    EXPECT_EQ(picks, epoch >= 0 ? (std::vector<int>{1, 0, 1}) : (std::vector<int>{1, 1, 1})) << epoch;
+  }
 }
 
 TEST(RouterRegistry, UnknownPolicyListsTheKnownOnes) {
