@@ -132,12 +132,29 @@ TEST(LlmDRouter, PreciseReadsTheInstancesRealCache) {
   RouterSettings s;
   s.precise = true;
   auto r = router("llm_d", view, rng, s);
-  // 160 tokens = 10 full blocks; instance 1 holds 6 of them: prefix {0, 0.6} -> 3 * 0.6 decides.
+  // 160 tokens = 10 full blocks; instance 1 holds 6 of them, the only hit: prefix {0, 1} -> 3 * 1 decides.
   view.cached[{1, 5}] = 6;
   EXPECT_EQ(r->route(make_request(5, 0, {text(3, 160)}, 1), view.all, view), 1);
   // Routing inserted nothing: a later request of the same content gets only what the view says.
   view.cached[{0, 6}] = 10;
   EXPECT_EQ(r->route(make_request(6, 0, {text(3, 160)}, 1), view.all, view), 0);
+}
+
+// llm-d's precise scorer normalises the index's per-pod hits min-max over the pods that have one (1 when
+// they are equal, 0 without one). 320 tokens = 20 blocks; instance 0 caches 2, waits on 1 request and is
+// 25 % full; instance 1 is idle and empty. Instance 0: 3 x 1 + 2 x 0 + 2 x 0.75 = 4.5; instance 1:
+// 3 x 0 + 2 x 1 + 2 x 1 = 4: instance 0. (As a fraction of the prompt, 2 / 20, instance 0 scored 1.8.)
+TEST(LlmDRouter, PreciseScoresAreMinMaxNormalisedOverTheHits) {
+  FakeView view(2);
+  RandomStreams rng(1);
+  RouterSettings s;
+  s.precise = true;
+  auto r = router("llm_d", view, rng, s);
+  view.cached[{0, 9}] = 2;
+  view.reports[0].waiting = 1;
+  view.reports[0].kv_usage = 0.25;
+  EXPECT_EQ(r->route(make_request(9, 0, {text(4, 320)}, 1), view.all, view), 0);
+  EXPECT_EQ(r->last_match_tokens(), 2 * 16);
 }
 
 // Dynamo, two instances, block size 16, overlap weight 1.

@@ -31,6 +31,7 @@ class LlmDRouter final : public IRouter {
 
   int route(const RequestSpec& spec, std::span<const int> candidates, const IClusterView& view) override {
     scores_.assign(static_cast<size_t>(view.num_instances()), 0.0);
+    if (s_.precise) matched_.assign(static_cast<size_t>(view.num_instances()), 0);
     by_size_.clear();
     prefix_scores(spec, candidates, view);
     int min_q = INT32_MAX, max_q = INT32_MIN;
@@ -57,9 +58,11 @@ class LlmDRouter final : public IRouter {
         ties_buf_.size() == 1
             ? ties_buf_[0]
             : ties_buf_[static_cast<size_t>(ties_.uniform_int(0, static_cast<int64_t>(ties_buf_.size()) - 1))];
-    last_match_ = static_cast<int64_t>(std::llround(scores_[static_cast<size_t>(pick)] *
-                                                    static_cast<double>(matchable_blocks(spec, view, pick)))) *
-                  block_size(view, pick);
+    last_match_ = s_.precise
+                      ? matched_[static_cast<size_t>(pick)] * view.info(pick).block_size
+                      : static_cast<int64_t>(std::llround(scores_[static_cast<size_t>(pick)] *
+                                                          static_cast<double>(matchable_blocks(spec, view, pick)))) *
+                            block_size(view, pick);
     if (!s_.precise) index_.insert(pick, hashes_for(spec, block_size(view, pick)));
     return pick;
   }
@@ -69,7 +72,6 @@ class LlmDRouter final : public IRouter {
  private:
   // The block count a score is a fraction of (prefix_scores).
   int64_t matchable_blocks(const RequestSpec& spec, const IClusterView& view, int i) {
-    if (s_.precise) return std::min<int64_t>(spec.prompt_tokens / view.info(i).block_size, s_.max_prefix_blocks);
     return static_cast<int64_t>(hashes_for(spec, block_size(view, i)).size());
   }
   static std::vector<int64_t> capacities(const RouterSettings& s, const IClusterView& view) {
@@ -90,12 +92,25 @@ class LlmDRouter final : public IRouter {
 
   void prefix_scores(const RequestSpec& spec, std::span<const int> candidates, const IClusterView& view) {
     if (s_.precise) {
+      // precise-prefix-cache-scorer: the index's per-pod scores (leading blocks cached; pods without a hit
+      // have none), min-max normalised over the pods that have one, 1 when those are all equal, 0 for the
+      // others (preciseprefixcache indexedScoresToNormalizedScoredPods).
+      int64_t lo = INT64_MAX, hi = 0;
       for (int i : candidates) {
         const int bs = view.info(i).block_size;
         const int64_t total = std::min<int64_t>(spec.prompt_tokens / bs, s_.max_prefix_blocks);
-        if (total > 0)
-          scores_[static_cast<size_t>(i)] =
-              static_cast<double>(view.cached_prefix_blocks(i, spec, total)) / static_cast<double>(total);
+        const int64_t hit = total > 0 ? view.cached_prefix_blocks(i, spec, total) : 0;
+        matched_[static_cast<size_t>(i)] = hit;
+        if (hit > 0) {
+          lo = std::min(lo, hit);
+          hi = std::max(hi, hit);
+        }
+      }
+      for (int i : candidates) {
+        const int64_t hit = matched_[static_cast<size_t>(i)];
+        scores_[static_cast<size_t>(i)] = hit == 0   ? 0.0
+                                          : hi == lo ? 1.0
+                                                     : static_cast<double>(hit - lo) / static_cast<double>(hi - lo);
       }
       return;
     }
@@ -117,6 +132,7 @@ class LlmDRouter final : public IRouter {
   RandomStream& ties_;
   ApproxPrefixIndex index_;
   std::vector<double> scores_;
+  std::vector<int64_t> matched_;  // precise: leading blocks each candidate caches
   std::vector<int64_t> counts_;
   std::vector<int> ties_buf_;
   std::map<int, std::vector<uint64_t>> by_size_;
