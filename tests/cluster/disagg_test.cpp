@@ -297,6 +297,20 @@ workload:
   EXPECT_EQ(prefill_chunks, (std::vector<int64_t>{1040, 1039, 1039}));
 }
 
+// Qwen3-8B P/D on one HGX node under `router`, every request prefilled remotely: `requests` prompts of
+// one 320-token prefix plus 32 tokens of their own, Poisson at `rate` per second.
+std::string shared_prefix_pd(const std::string& router, int prefill, int decode, int requests,
+                             const std::string& rate) {
+  return "model: models/qwen3-8b.json\ngpu: h100-sxm\nseed: 1\nengine: {block_size: 16}\nworkload:\n"
+         "  synthetic: {kind: shared_prefix, rate: " +
+         rate + ", groups: 1, requests_per_group: " + std::to_string(requests) +
+         ", prefix_tokens: 320, suffix_tokens: 32, output_tokens: 4}\ncluster:\n  topology: hgx-h100-1node\n"
+         "  router: {policy: " +
+         router + "}\n  pools:\n    - {name: p, role: prefill, instances: " + std::to_string(prefill) +
+         "}\n    - {name: d, role: decode, instances: " + std::to_string(decode) +
+         "}\n  disaggregation: {decider: always}\n";
+}
+
 TEST(Disagg, SglangRoutesThePrefillStageByCacheAndTheDecodeStageByLoad) {
   // SGLang's PD router with one policy: the prefill stage cache-aware, the decode stage least-load
   // (cluster-offload.md B.3). Four prompts of one 320-token prefix plus 32 of their own, seconds apart,
@@ -304,22 +318,7 @@ TEST(Disagg, SglangRoutesThePrefillStageByCacheAndTheDecodeStageByLoad) {
   // one's prefill instance and goes there, its 320 tokens cached; every decode instance is idle at each
   // arrival, so the decode stage takes the lowest id. (The decode stage's insertions used to fill the
   // tree, the prefill stage then matched a decode instance, and fell back to alternating.)
-  const std::string text = R"(
-model: models/qwen3-8b.json
-gpu: h100-sxm
-seed: 1
-engine: {block_size: 16}
-workload:
-  synthetic: {kind: shared_prefix, rate: 0.1, groups: 1, requests_per_group: 4, prefix_tokens: 320, suffix_tokens: 32,
-              output_tokens: 4}
-cluster:
-  topology: hgx-h100-1node
-  router: {policy: sglang}
-  pools:
-    - {name: p, role: prefill, instances: 2}
-    - {name: d, role: decode, instances: 2}
-  disaggregation: {decider: always}
-)";
+  const std::string text = shared_prefix_pd("sglang", 2, 2, 4, "0.1");
   const SimulationResult r = run_simulation(parse_scenario(text, "d.yaml"));
   ASSERT_EQ(r.summary.requests.finished, 4);
   std::set<int> prefill, decode;
@@ -340,22 +339,7 @@ TEST(Disagg, DynamoRoutesTheDecodeStageByLoadAlone) {
   // find both decode workers idle: equal costs, and the tie goes to the smaller tree, so the second
   // request takes the worker the first one did not (with overlap scoring it followed the first: cost
   // 2 + 22 against 22 + 22).
-  const std::string text = R"(
-model: models/qwen3-8b.json
-gpu: h100-sxm
-seed: 1
-engine: {block_size: 16}
-workload:
-  synthetic: {kind: shared_prefix, rate: 1, groups: 1, requests_per_group: 2, prefix_tokens: 320, suffix_tokens: 32,
-              output_tokens: 4}
-cluster:
-  topology: hgx-h100-1node
-  router: {policy: dynamo}
-  pools:
-    - {name: p, role: prefill, instances: 1}
-    - {name: d, role: decode, instances: 2}
-  disaggregation: {decider: always}
-)";
+  const std::string text = shared_prefix_pd("dynamo", 1, 2, 2, "1");
   for (uint64_t seed : {1, 2, 3}) {
     Scenario sc = parse_scenario(text, "d.yaml");
     sc.seed = seed;
