@@ -41,7 +41,7 @@ po::options_description size_options() {
     ("help,h", "show this help")
     ("kv-dtype", po::value<std::string>()->default_value("auto"),
      "KV cache dtype: auto|bf16|fp16|fp8|fp8_ds_mla|fp4 (auto: BF16, except DeepSeek-V3.2's fp8_ds_mla as in "
-     "vLLM; fp8 is per-tensor scaled; sparse MLA with fp8 uses vLLM's fp8_ds_mla row)")
+     "vLLM; fp8 is per-tensor scaled; sparse MLA with fp8 or fp4 uses vLLM's fp8_ds_mla row)")
     ("state-dtype", po::value<std::string>()->default_value("auto"),
      "recurrent state dtype: auto (vLLM's per-model rule) | bf16 | fp16 | fp32 | mixed (conv bf16, ssm fp32)")
     ("weight-dtype", po::value<std::string>()->default_value("auto"),

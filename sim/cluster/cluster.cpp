@@ -247,8 +247,10 @@ bool Cluster::wants_remote_prefill(const RequestSpec& spec, int64_t match) const
 void Cluster::route_disaggregated(RequestSpec spec) {
   // llm-d / Dynamo: the decode instance first, then the decision, then the prefill instance.
   const std::string& decider = disagg_->settings.decider;
-  const RouteStage decode_stage =
-      decider == "always" || decider == "never" ? RouteStage::kDecode : RouteStage::kDecodeThenDecide;
+  // never: every request runs whole where it lands, as in a colocated cluster.
+  const RouteStage decode_stage = decider == "always"  ? RouteStage::kDecode
+                                  : decider == "never" ? RouteStage::kColocated
+                                                       : RouteStage::kDecodeThenDecide;
   const int decode = router_->route_stage(spec, candidates_, *this, decode_stage);
   KVSIM_CHECK(std::find(candidates_.begin(), candidates_.end(), decode) != candidates_.end(),
               "router " << router_->name() << " chose " << decode << " as the decode instance");

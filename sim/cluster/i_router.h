@@ -54,9 +54,11 @@ class IClusterView {
   virtual int64_t report_epoch() const { return -1; }
 };
 
-// Which decision a route() call makes: a colocated request's, or one stage of a disaggregated one. The
-// decode stage comes first; kDecodeThenDecide when the P/D decider then reads the router's match there
-// (deciders llm_d, dynamo), kDecode when every request is disaggregated whatever it (always).
+// Which decision a route() call makes: a colocated request's, or one stage of a disaggregated one. In a
+// P/D cluster the decode instance is chosen first: kDecode when every request is then disaggregated
+// (decider always), kDecodeThenDecide when the decider reads the router's match there and may keep the
+// request local (llm_d, dynamo), kColocated when none is disaggregated (never); kPrefill for the prefill
+// instance after it.
 enum class RouteStage { kColocated, kDecode, kDecodeThenDecide, kPrefill };
 
 class IRouter {

@@ -454,6 +454,10 @@ int64_t image_tokens(const ModelSpec& spec, int width, int height) {
   // transformers' smart_resize (Qwen2-VL image processor): each side rounded to a multiple of the factor
   // (Python's round: halves to even, as nearbyint under the default rounding mode), then scaled down to
   // max_pixels or up to min_pixels, keeping the aspect ratio.
+  // smart_resize refuses an aspect ratio above 200 (ValueError), so does the engine's processor.
+  if (std::max(width, height) > 200LL * std::min(width, height))
+    throw InputError("--image-size " + std::to_string(width) + "x" + std::to_string(height) +
+                     ": an aspect ratio above 200, which the Qwen-VL processor refuses (transformers smart_resize)");
   const auto h = static_cast<double>(height), w = static_cast<double>(width), f = static_cast<double>(factor);
   double h_bar = std::nearbyint(h / f) * f, w_bar = std::nearbyint(w / f) * f;
   if (h_bar * w_bar > static_cast<double>(max_pixels)) {

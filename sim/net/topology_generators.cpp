@@ -1,5 +1,6 @@
 #include "sim/net/topology_generators.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -74,11 +75,11 @@ TopologySpec leaf_spine(int nodes, const std::string& gpu_link, const std::strin
     }
   }
   // Each leaf has nodes / oversubscription fabric ports up. With at least one port a spine they are split
-  // evenly over all spines; with fewer ports than spines (a small fabric) each port goes whole to its own
-  // spine, every leaf to the same first ones (so that any two leaves meet): a single flow, held on one
-  // spine by ECMP, then gets a whole port, not a fraction of one.
+  // evenly over all spines; with fewer ports than spines (a small fabric) they are spread over the first
+  // floor(ports) spines, every leaf the same ones (so that any two leaves meet): a single flow, held on
+  // one spine by ECMP, then gets at least a whole port (fewer than one port up: that fraction).
   const double up = nodes / oversubscription;
-  const int used = std::min(spines, std::max(1, static_cast<int>(std::ceil(up))));
+  const int used = std::clamp(static_cast<int>(std::floor(up)), 1, spines);
   const double scale = up / used;
   for (int r = 0; r < rails; ++r) {
     for (int k = 0; k < used; ++k) {

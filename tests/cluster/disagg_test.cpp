@@ -299,8 +299,8 @@ workload:
 
 // Qwen3-8B P/D on one HGX node under `router`, every request prefilled remotely: `requests` prompts of
 // one 320-token prefix plus 32 tokens of their own, Poisson at `rate` per second.
-std::string shared_prefix_pd(const std::string& router, int prefill, int decode, int requests,
-                             const std::string& rate) {
+std::string shared_prefix_pd(const std::string& router, int prefill, int decode, int requests, const std::string& rate,
+                             const std::string& decider = "always") {
   return "model: models/qwen3-8b.json\ngpu: h100-sxm\nseed: 1\nengine: {block_size: 16}\nworkload:\n"
          "  synthetic: {kind: shared_prefix, rate: " +
          rate + ", groups: 1, requests_per_group: " + std::to_string(requests) +
@@ -308,7 +308,7 @@ std::string shared_prefix_pd(const std::string& router, int prefill, int decode,
          "  router: {policy: " +
          router + "}\n  pools:\n    - {name: p, role: prefill, instances: " + std::to_string(prefill) +
          "}\n    - {name: d, role: decode, instances: " + std::to_string(decode) +
-         "}\n  disaggregation: {decider: always}\n";
+         "}\n  disaggregation: {decider: " + decider + "}\n";
 }
 
 TEST(Disagg, SglangRoutesThePrefillStageByCacheAndTheDecodeStageByLoad) {
@@ -331,6 +331,26 @@ TEST(Disagg, SglangRoutesThePrefillStageByCacheAndTheDecodeStageByLoad) {
   EXPECT_EQ(prefill.size(), 1u);
   EXPECT_EQ(decode, (std::set<int>{2}));
   EXPECT_EQ(cached, (std::vector<int64_t>{0, 320, 320, 320}));
+}
+
+TEST(Disagg, WithDeciderNeverTheRoutersRouteAsInAColocatedCluster) {
+  // decider never: each request runs whole on the decode instance it is routed to, so the routers stay
+  // cache-aware there. Four prompts of one 320-token prefix: sglang keeps them on one instance (320 / 352
+  // = 0.91 > 0.3 of the first one's), each later one with its 320 tokens cached; so does dynamo (its
+  // overlap makes the first one's instance the cheaper by 20 blocks).
+  for (const char* router : {"sglang", "dynamo"}) {
+    const SimulationResult r =
+        run_simulation(parse_scenario(shared_prefix_pd(router, 1, 2, 4, "0.1", "never"), "d.yaml"));
+    ASSERT_EQ(r.summary.requests.finished, 4) << router;
+    std::set<int> decode;
+    std::vector<int64_t> cached;
+    for (const RequestRow& row : r.collector->requests()) {
+      decode.insert(row.instance);
+      cached.push_back(row.cached_tokens);
+    }
+    EXPECT_EQ(decode.size(), 1u) << router;
+    EXPECT_EQ(cached, (std::vector<int64_t>{0, 320, 320, 320})) << router;
+  }
 }
 
 TEST(Disagg, DynamoRoutesTheDecodeStageByLoadAlone) {

@@ -75,6 +75,21 @@ TEST(Topology, OversubscriptionDividesLeafUplinks) {
   EXPECT_EQ(found, 1);
 }
 
+// 3 nodes at 2:1: 1.5 ports up per leaf, fewer than the 8 spines: all on spine0 (floor(1.5) = 1), so
+// a cross-rail flow gets 1.5 x 35 GB/s there, never less than a port as more nodes are added.
+TEST(Topology, AFractionalUplinkCountStaysOnWholeSpines) {
+  const Topology t = Topology::build(leaf_spine(3, "nvlink4", "pcie5-x16", "ib-ndr", "ib-ndr", 2.0), bundled_catalog());
+  const int leaf = *t.find_vertex("leaf3");
+  int found = 0;
+  for (int l = 0; l < t.num_links(); ++l) {
+    if (t.link(l).from != leaf || t.vertex_name(t.link(l).to).rfind("spine", 0) != 0) continue;
+    ++found;
+    EXPECT_EQ(t.vertex_name(t.link(l).to), "spine0");
+    EXPECT_DOUBLE_EQ(t.link(l).capacity, 1.5 * 35e9);
+  }
+  EXPECT_EQ(found, 1);
+}
+
 TEST(Topology, RouteWithinNodeGoesOverNvlinkNotTheNic) {
   const Topology t = two_node_ib();
   auto p = t.route(*t.find_gpu("node0/gpu0"), *t.find_gpu("node0/gpu3"), 42);

@@ -33,7 +33,9 @@ class VllmDpRouter final : public IRouter {
       }
     }
     start_ = (start_ + 1) % n;
-    if (epoch >= 0) ++picked_[static_cast<size_t>(best)];  // live reports already count it
+    // Live reports count the pick once it reaches the instance (not before, under routing_latency or at
+    // a P/D decode stage: a known gap, small unless a burst lands within the delay).
+    if (epoch >= 0) ++picked_[static_cast<size_t>(best)];
     return best;
   }
   std::string name() const override { return "vllm_dp"; }
