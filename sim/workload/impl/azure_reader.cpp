@@ -14,10 +14,9 @@
 namespace kvsim {
 namespace {
 
-std::vector<std::string> split_csv(std::string_view line) {
-  std::vector<std::string> out;
+// The line's fields into `out` (the vector reused from line to line).
+void split_csv(std::string_view line, std::vector<std::string>& out) {
   if (!split_csv_fields(line, out)) throw BadLine("unterminated double quote");
-  return out;
 }
 
 // Fields are unquoted already (split_csv_fields); blanks around them are not part of the value.
@@ -39,16 +38,16 @@ class AzureReader final : public TraceReader {
     if (!have_header_) {
       // A UTF-8 byte-order mark before the header (spreadsheet exports) is not part of its first name.
       if (line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
-      std::vector<std::string> cols;
       try {
-        cols = split_csv(line);
+        split_csv(line, cols_);
       } catch (const BadLine& e) {
         throw InputError(config().path + ":" + std::to_string(line_number()) + ": header: " + e.what());
       }
-      read_header(cols);
+      read_header(cols_);
       return false;
     }
-    const std::vector<std::string> cols = split_csv(line);
+    split_csv(line, cols_);
+    const std::vector<std::string>& cols = cols_;
     if (cols.size() != header_columns_) {
       throw BadLine("expected " + std::to_string(header_columns_) + " columns (the header's), got " +
                     std::to_string(cols.size()));
@@ -81,6 +80,7 @@ class AzureReader final : public TraceReader {
   }
 
   bool have_header_ = false;
+  std::vector<std::string> cols_;  // the current line's fields
   size_t time_col_ = 0, input_col_ = 0, output_col_ = 0, header_columns_ = 0;
 };
 
