@@ -40,7 +40,7 @@ std::string model_class(const ModelSpec& m) {
 constexpr int64_t kMaxTp = 4096;
 constexpr int64_t kMaxConcurrency = 1000000;
 constexpr int64_t kMaxTokens = 1'000'000'000'000'000;  // 1e15: a rejected point is still reported
-constexpr int64_t kMaxOutputTokens = 1'000'000'000;     // the synthetic workload's bound on a length
+constexpr int64_t kMaxOutputTokens = 1'000'000'000;    // the synthetic workload's bound on a length
 
 struct Row {
   ValidationPoint p;

@@ -33,12 +33,12 @@ void KvCacheCoordinator::init(const KvCacheLayout& layout, int64_t max_in_flight
   const EngineConfig defaults;
   const EngineConfig& c = config != nullptr ? *config : defaults;
   const MambaCacheMode mode = enable_caching_ ? c.mamba_cache_mode : MambaCacheMode::kNone;
-  bool found_full = false;
   // Window retention needs vLLM's hybrid coordinator (a full-attention group beside the window; only it
   // returns the junction); a window-only layout hashes every block.
-  const bool any_full = std::any_of(layout.groups.begin(), layout.groups.end(),
+  has_full_attention_ = std::any_of(layout.groups.begin(), layout.groups.end(),
                                     [](const KvCacheGroup& g) { return g.kind == KvGroupKind::kFullAttention; });
-  const int64_t window_retention = any_full ? c.window_retention_interval : kRetentionDense;
+  const int64_t window_retention = has_full_attention_ ? c.window_retention_interval : kRetentionDense;
+  bool found_full = false;  // the first full-attention group keeps the history
   for (size_t g = 0; g < layout.groups.size(); ++g) {
     const KvCacheGroup& grp = layout.groups[g];
     const int id = static_cast<int>(g);
@@ -64,7 +64,6 @@ void KvCacheCoordinator::init(const KvCacheLayout& layout, int64_t max_in_flight
       }
     }
   }
-  has_full_attention_ = found_full;
   all_full_attention_ = true;
   for (const KvCacheGroup& grp : layout.groups)
     all_full_attention_ = all_full_attention_ && grp.kind == KvGroupKind::kFullAttention;
