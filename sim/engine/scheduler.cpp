@@ -147,13 +147,16 @@ int64_t Scheduler::preempt_running(size_t victim_index, size_t& i, int slot, Sch
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(victim_index));
   int64_t returned = 0;
   if (victim_index < i) {
-    // Already scheduled this step: drop its entry.
+    // Before the cursor (vLLM decrements req_index when the victim preceded it). Scheduled this step:
+    // drop its entry and return its tokens (`if preempted_req in scheduled_running_reqs`). A hybrid's
+    // request skipped this step (its chunk floored to 0 by the alignment split) has no entry.
     --i;
     auto it = std::find_if(out.scheduled.begin(), out.scheduled.end(),
                            [victim](const ScheduledRequest& s) { return s.slot == victim; });
-    KVSIM_CHECK(it != out.scheduled.end(), "scheduled victim missing");
-    returned = it->num_tokens;
-    out.scheduled.erase(it);
+    if (it != out.scheduled.end()) {
+      returned = it->num_tokens;
+      out.scheduled.erase(it);
+    }
   }
   // Alone with the whole pool it can never finish, unless blocks it lacks are held by requests outside
   // `running_` (tier loads, loaded requests, P/D sends held for a pull): those come back, so it only waits.
@@ -424,8 +427,10 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
 
   // 2. Waiting requests, only when nothing was preempted this step.
   if (out.preemptions > 0) return;
+  // vLLM KVCacheManager: watermark_blocks = int(watermark * num_blocks), applied to an admission while the
+  // running list is not empty (scheduler.py `has_scheduled_reqs=bool(self.running)`, PR #44594).
   const int64_t watermark_blocks =
-      static_cast<int64_t>(std::ceil(config_.watermark * static_cast<double>(kv_.pool().num_blocks())));
+      static_cast<int64_t>(config_.watermark * static_cast<double>(kv_.pool().num_blocks()));
   while ((!waiting_empty() || !remote_ready_.empty()) && budget > 0) {
     if (std::ssize(running_) >= config_.max_num_seqs) break;
     if (!remote_ready_.empty()) {
@@ -445,7 +450,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
           if (n == 0) break;
         }
       }
-      const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
+      const int64_t reserve = running_.empty() ? 0 : watermark_blocks;
       if (!kv_.allocate_slots(slot, r.num_computed, n, nullptr, 0, reserve)) break;
       remote_ready_.pop_front();
       running_.push_back(slot);
@@ -467,7 +472,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       // plus the external tokens with delay_cache_blocks, 0 tokens scheduled, no budget used, and the
       // request waits in WAITING_FOR_REMOTE_KVS holding its blocks (scheduler.py, schedule()).
       const int64_t upto = kv_.has_state() ? r.num_tokens - 1 : r.num_tokens;
-      const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
+      const int64_t reserve = running_.empty() ? 0 : watermark_blocks;
       const int64_t full = config_.scheduler_reserve_full_isl ? r.num_tokens : 0;
       // Nothing external (a Mamba model's 1-token prompt, or a local hit of the N - 1 tokens): vLLM
       // computes the rest locally and still notifies the prefill side to free; kvsim keeps the request
@@ -493,7 +498,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       // in WAITING_FOR_REMOTE_KVS holding the blocks); BLOCK_LEVEL policy: the hit chunks are not stored again.
       const TierHit th = offload_->lookup(r.hasher.hashes(), hit_.num_tokens, r.num_tokens);
       if (th.tokens() > 0) {
-        const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
+        const int64_t reserve = running_.empty() ? 0 : watermark_blocks;
         const int64_t full = config_.scheduler_reserve_full_isl ? r.num_tokens : 0;
         if (!kv_.allocate_slots(slot, 0, th.end - hit_.num_tokens, &hit_, full, reserve)) break;
         record_prefix_stats(r, hit_.num_tokens);
@@ -531,7 +536,7 @@ void Scheduler::schedule(SimTime now, SchedulerOutput& out) {
       if (n == 0) break;  // less than a block of budget left: admission ends this step
     }
     KVSIM_CHECK(n > 0, "nothing to schedule for a waiting request");
-    const int64_t reserve = out.scheduled.empty() ? 0 : watermark_blocks;
+    const int64_t reserve = running_.empty() ? 0 : watermark_blocks;
     const int64_t full = config_.scheduler_reserve_full_isl ? r.num_tokens : 0;
     if (!kv_.allocate_slots(slot, 0, n, &hit_, full, reserve)) break;
     if (config_.enable_prefix_caching) record_prefix_stats(r, hit_.num_tokens);

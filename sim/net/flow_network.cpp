@@ -84,8 +84,12 @@ void FlowNetwork::schedule_done(int64_t id, Flow& f) {
   KVSIM_CHECK(f.rate > 0, "flow " << id << " moves bytes at rate 0");
   const double ns = std::ceil(std::max(0.0, f.remaining) / f.rate * 1e9);
   KVSIM_CHECK(ns < 9e18, "flow " << id << " would end beyond the simulated clock");
-  // At least one nanosecond, so a flow is never rescheduled at the same instant over and over.
-  const SimTime at = ctx_.now() + Duration::ns(std::max<int64_t>(1, static_cast<int64_t>(ns)));
+  // A flow already done (one whose rate changes at the instant it ends, because another flow on its
+  // links ended with it) ends now, with the flow that ended: two pulls of one size into one decode
+  // instance reach the same step. Otherwise at least one nanosecond, so a flow is never rescheduled
+  // at the same instant over and over.
+  const int64_t min_ns = is_done(f.remaining, f.bytes) ? 0 : 1;
+  const SimTime at = ctx_.now() + Duration::ns(std::max<int64_t>(min_ns, static_cast<int64_t>(ns)));
   const uint64_t version = ++f.version;
   ctx_.queue.schedule(at, Phase::kTransferDone, kTagFlowDone, [this, id, version] { on_done(id, version); });
 }
@@ -154,6 +158,9 @@ void FlowNetwork::resolve(const std::vector<int>& seeds) {
   comp_capacity_.clear();
   for (size_t i = 0; i < comp_links_.size(); ++i) {
     LinkState& s = links_[comp_links_[i]];
+    // A rate counts towards the peak once it has held for some time: flows that begin at one instant
+    // are solved one after the other, and the partial solutions between them never carry a byte.
+    if (now > s.last) s.peak = std::max(s.peak, s.rate);
     s.bytes += s.rate * (now - s.last).seconds();
     s.last = now;
     s.local = static_cast<int>(i);
@@ -181,10 +188,12 @@ void FlowNetwork::resolve(const std::vector<int>& seeds) {
       schedule_done(id, f);
     }
   }
-  for (int l : comp_links_) links_[l].peak = std::max(links_[l].peak, links_[l].rate);
 }
 
-double FlowNetwork::link_peak_rate(int link) const { return links_.at(link).peak; }
+double FlowNetwork::link_peak_rate(int link) const {
+  const LinkState& s = links_.at(link);
+  return ctx_.now() > s.last ? std::max(s.peak, s.rate) : s.peak;
+}
 
 double FlowNetwork::link_rate(int link) const { return links_.at(link).rate; }
 

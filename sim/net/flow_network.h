@@ -54,7 +54,7 @@ class FlowNetwork {
 
   int active_flows() const { return static_cast<int>(flows_.size()); }  // latency phase included
   double link_rate(int link) const;                                     // current aggregate rate (bytes/s)
-  double link_peak_rate(int link) const;  // highest aggregate rate so far: exact, where samples miss short flows
+  double link_peak_rate(int link) const;  // highest aggregate rate held so far (exact, where samples miss short flows)
   double link_bytes(int link) const;      // bytes carried so far, as of ctx.now()
   // The current rate of a flow that is moving bytes; 0 in its latency phase or once done.
   double flow_rate(int64_t flow) const;
@@ -83,7 +83,7 @@ class FlowNetwork {
   };
   struct LinkState {
     double capacity = 0, rate = 0, bytes = 0;
-    double peak = 0;  // highest aggregate rate so far (every re-solve, not samples)
+    double peak = 0;  // highest aggregate rate held for a positive time before `last` (every re-solve)
     SimTime last;
     std::vector<int64_t> flows;  // flows moving bytes over the link, in the order they began
     uint64_t mark = 0;

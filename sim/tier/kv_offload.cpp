@@ -201,8 +201,10 @@ void KvOffload::offer_store(RequestId id, std::span<const uint64_t> hashes, std:
       }
     }
   }
-  keys(hashes, 0, last, protected_);
-  protected_.insert(protected_.end(), offered.begin(), offered.end());
+  // Only this store's keys are kept from eviction (vLLM CPUOffloadingManager.prepare_store:
+  // `protected = set(keys)`, keys = the hashes of this call): the request's earlier chunks, once their
+  // store completed, are idle like any other and may make room for its later ones.
+  protected_.assign(offered.begin(), offered.end());
   const auto absent_in = [&](const HostTier& t) {
     std::vector<uint64_t> out;
     for (uint64_t k : offered)

@@ -164,6 +164,25 @@ TEST(EngineScheduler, AdmissionNeedsTheWholePromptToFit) {
   EXPECT_LT(*loose.sink.requests[2].first_scheduled, loose.sink.requests[1].finish);
 }
 
+TEST(EngineScheduler, WatermarkIsTheWholeBlocksOfItsFractionOfThePool) {
+  // 15 blocks (14 usable), B = 16. Request 1 (32 tokens, 20 outputs) holds 3 blocks from 10 ms to its
+  // end (positions 32..51 need 4 only at 48). Request 2 (160 tokens = 10 blocks whole) arrives at 10
+  // ms with 11 free. vLLM: watermark_blocks = int(watermark x num_blocks): 0.1 x 15 = 1.5 -> 1, and
+  // 10 + 1 <= 11 admits it at once (rounding up to 2 would not). 0.2 x 15 = 3: 13 > 11, it waits for
+  // request 1 to finish.
+  auto reqs = std::vector<RequestSpec>{make_request(1, 0, {text(1, 32)}, 20), make_request(2, 10, {text(2, 160)}, 4)};
+  auto cfg = config_for(full_layout(16, 15));
+  cfg.watermark = 0.1;
+  Outcome low;
+  simulate(cfg, reqs, low);
+  EXPECT_LT(*low.sink.requests[2].first_scheduled, low.sink.requests[1].finish);
+  EXPECT_LT(*low.sink.requests[2].first_scheduled, SimTime::from_ns(11'500'000));
+  cfg.watermark = 0.2;
+  Outcome high;
+  simulate(cfg, reqs, high);
+  EXPECT_GE(*high.sink.requests[2].first_scheduled, high.sink.requests[1].finish);
+}
+
 TEST(EngineScheduler, ChunkedPrefillRespectsMaxNumBatchedTokens) {
   // Two 100-token prompts, budget 32. Running first: request 1 takes 32, 32, 32, then its last 4
   // tokens plus 28 of request 2 fill step 4. Every step has 32 tokens: 4 x (1 ms + 32 us) = 4.128 ms

@@ -2,9 +2,11 @@
 // first, ties by arrival; FCFS runs them in arrival order.
 #include <gtest/gtest.h>
 
+#include "sim/app/simulation.h"
 #include "sim/cluster/cluster.h"
 #include "sim/engine/engine_instance.h"
 #include "sim/engine/scheduler.h"
+#include "sim/scenario/scenario.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace kvsim {
@@ -98,6 +100,25 @@ TEST(EnginePriority, RunningLoopStopsWhenARequestPreemptsItself) {
   run_step(SimTime::from_ns(3000000));
   ASSERT_EQ(out.scheduled.size(), 1u);
   EXPECT_EQ(out.scheduled[0].slot, slot_b);
+}
+
+TEST(EnginePriority, AVictimSkippedThisStepIsPreemptedLikeAnyOther) {
+  // Qwen3.5-4B (B = 528), 265 blocks, budget 2048: the 110,600-token prompt matches 528 attention
+  // tokens without a saved state and stops its first chunk there, so the 3,000-token request (priority
+  // 9) is admitted in the same step; from then on each step gives 1,584 tokens to the long prompts and
+  // leaves 463, which the alignment split floors to 0 for the priority-9 request: it is skipped. When
+  // the 463-token request (priority 5, admitted later) crosses a block with the pool exhausted, the
+  // victim max(priority, arrival) is the skipped priority-9 request, earlier in the running list but
+  // not scheduled. vLLM preempts it (`if preempted_req in scheduled_running_reqs` false) and retries.
+  const SimulationResult res = run_simulation(load_scenario("tests/engine/data/priority-hybrid-skipped-victim.yaml"));
+  ASSERT_EQ(res.engine.layout.block_size, 528);
+  int finished = 0;
+  for (const auto& row : res.collector->requests()) {
+    if (row.finished) ++finished;
+    if (row.prompt_tokens == 3000) EXPECT_GE(row.preemptions, 1);
+    if (row.prompt_tokens == 463) EXPECT_EQ(row.preemptions, 0);
+  }
+  EXPECT_EQ(finished, 5);
 }
 
 }  // namespace

@@ -71,6 +71,29 @@ TEST(FlowNetwork, FlowEndingLeavesItsShareAndTheOtherSpeedsUp) {
   EXPECT_DOUBLE_EQ(net.link_rate(shared), 0.0);
 }
 
+// Two flows of one size that begin together end together: a->b and c->b, 1,000,000,007 B each at
+// 5 GB/s on s1->b, both end at 2 us + ceil(200,000,001.4 ns). When the first ends, the second's rate
+// changes at the instant it is done too: it must end at that instant, not a nanosecond later (two
+// P/D pulls into one decode instance then reach the same step). Peaks count only rates that held for
+// some time: a->s1 carried 5 GB/s throughout, never the 10 GB/s of the moment between the two
+// flows' starts; s1->b 10 GB/s.
+TEST(FlowNetwork, EqualFlowsThatBeginTogetherEndTogetherAndPeaksIgnoreInstants) {
+  const Topology t = star();
+  SimContext ctx(1);
+  FlowNetwork net(ctx, t);
+  std::vector<SimTime> done(2);
+  const int a = *t.find_gpu("a"), b = *t.find_gpu("b"), c = *t.find_gpu("c");
+  net.start(a, b, 1'000'000'007, 1, [&] { done[0] = ctx.now(); });
+  net.start(c, b, 1'000'000'007, 2, [&] { done[1] = ctx.now(); });
+  while (ctx.queue.run_one()) {
+  }
+  EXPECT_EQ(done[0].ns(), 2'000 + 200'000'002);
+  EXPECT_EQ(done[1].ns(), done[0].ns());
+  EXPECT_DOUBLE_EQ(net.link_peak_rate(link_id(t, "a->s1")), 5e9);
+  EXPECT_DOUBLE_EQ(net.link_peak_rate(link_id(t, "c->s1")), 5e9);
+  EXPECT_DOUBLE_EQ(net.link_peak_rate(link_id(t, "s1->b")), 10e9);
+}
+
 // d->b crosses the 2 GB/s link d->s1, so it gets 2 and a->b gets the other 8 of s1->b:
 // a->b 0.8 GB ends at 2 us + 0.1 s; d->b 0.4 GB at 2 us + 0.2 s (never faster than its slow link).
 TEST(FlowNetwork, FlowLimitedBySlowLinkLeavesItsShareToTheOther) {

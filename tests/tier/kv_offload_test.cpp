@@ -66,24 +66,28 @@ TEST(KvOffload, HitBelowOneChunkIsIgnored) {
     EXPECT_EQ(r.tier_cached_tokens, shared == 16 ? 0 : 32);
   }
 }
-
-// Tier of 2 chunks, chunk = block = 16 tokens, max_num_batched_tokens 16: A's 64-token prompt takes 4
-// steps (each 1.016 ms); each step's chunk is stored at its end in 10 us + 1e6 / 1e10 = 0.110 ms.
-// Steps 1-2 store chunks 0 and 1 (the tier is then full). Step 3 (planned at 2.032 ms) offers chunk 2:
-// the only ready chunk is A's own chunk 0 (protected), chunk 1 is still pending: skipped. Step 4 (3.048
-// ms) offers chunk 3: chunks 0 and 1 are ready but both A's: skipped. D (other content) at 10 ms stores
-// its chunk by evicting one of A's.
-TEST(KvOffload, StoreSkippedWhenTierFullOfTheRequestsBlocks) {
-  RecordingSink sink;
-  EngineConfig c = small_engine(host_tier(2, 2e9, 1e10));
-  c.max_num_batched_tokens = 16;
-  testing::run_engine(c, {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 10, {text(8, 16)}, 1)}, sink);
-  const RequestRecord& a = sink.requests.at(1);
-  EXPECT_EQ(a.tier_stored_bytes, 2 * kBlockBytes);
-  EXPECT_EQ(a.tier_stores_skipped_chunks, 2);
-  const RequestRecord& d = sink.requests.at(2);
-  EXPECT_EQ(d.tier_stored_bytes, kBlockBytes);
-  EXPECT_EQ(d.tier_stores_skipped_chunks, 0);
+// Only a store's own keys are protected from eviction (vLLM CPUOffloadingManager.prepare_store:
+// `protected = set(keys)`): the request's earlier chunks, once stored, make room like any other. A
+// (64 tokens, chunk = block = 16 tokens, budget 16) prefills in 4 steps of 1.016 ms; each step's chunk
+// is stored at its end in 10 us + 1e6 / 1e10 = 0.110 ms, so at each step's planning the previous
+// step's chunk is still pending and the one before it is ready.
+// Tier of 2 chunks: steps 1-2 store chunks 0-1; step 3 evicts chunk 0 (ready) for chunk 2, step 4
+// chunk 1 for chunk 3: 4 stored, none skipped. D (other content) at 10 ms evicts one of A's.
+// Tier of 1 chunk: step 1 stores chunk 0; step 2 finds it pending: skipped; step 3 evicts it for
+// chunk 2; step 4 finds chunk 2 pending: skipped. 2 stored, 2 skipped.
+TEST(KvOffload, StoreEvictsTheRequestsOwnIdleChunksOnlyItsOwnKeysAreProtected) {
+  for (const int64_t chunks : {2, 1}) {
+    RecordingSink sink;
+    EngineConfig c = small_engine(host_tier(chunks, 2e9, 1e10));
+    c.max_num_batched_tokens = 16;
+    testing::run_engine(c, {make_request(1, 0, {text(7, 64)}, 1), make_request(2, 10, {text(8, 16)}, 1)}, sink);
+    const RequestRecord& a = sink.requests.at(1);
+    EXPECT_EQ(a.tier_stored_bytes, (chunks == 2 ? 4 : 2) * kBlockBytes) << chunks;
+    EXPECT_EQ(a.tier_stores_skipped_chunks, chunks == 2 ? 0 : 2) << chunks;
+    const RequestRecord& d = sink.requests.at(2);
+    EXPECT_EQ(d.tier_stored_bytes, kBlockBytes) << chunks;
+    EXPECT_EQ(d.tier_stores_skipped_chunks, 0) << chunks;
+  }
 }
 
 // Cost policy, 4 blocks (64 tokens) to load after a GPU hit of 0, prefill chunk 8192:
