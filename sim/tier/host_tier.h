@@ -5,8 +5,8 @@
 // Contract:
 //  - capacity in chunks; a stored chunk (pending or ready) takes one slot until evicted;
 //  - prepare_store drops keys already present, then needs one free slot per new key; if the tier lacks
-//    them the policy evicts ready, idle chunks (LRU: from the least recent end), skipping `protected_keys` (the keys of this
-//    store: vLLM's `protected = set(keys)`), all or nothing: if too few are evictable the whole store is skipped
+//    them the policy evicts ready, idle chunks (LRU: from the least recent end), skipping `protected_keys` (the keys of
+//    this store: vLLM's `protected = set(keys)`), all or nothing: if too few are evictable the whole store is skipped
 //    (vLLM ALLOCATION_FAILURE) and nothing changes (rule 21);
 //  - a new chunk is write-pending (vLLM ref_cnt -1) until complete_store; pending chunks are neither
 //    hits nor evictable;
