@@ -134,8 +134,16 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       throw InputError(f.where(r, c_osl) + ": must be >= 2 (got 1): a point with one output token has no TPOT to " +
                        "compare with its tpot_ms");
     p.concurrency = static_cast<int>(positive_int(c_conc, kMaxConcurrency));
-    p.ttft_ms = positive(c_ttft);
-    p.tpot_ms = positive(c_tpot);
+    // A measured time outside [1 us, 10,000 s] is a unit slip or a broken row (1e-300 ms gave an error of
+    // 1e304 %).
+    auto measured_ms = [&](int col) {
+      const double v = positive(col);
+      if (v < kMinMeasuredMs || v > kMaxMeasuredMs)
+        throw InputError(f.where(r, col) + ": must be in [0.001, 1e7] ms (got " + f.text(r, col) + ")");
+      return v;
+    };
+    p.ttft_ms = measured_ms(c_ttft);
+    p.tpot_ms = measured_ms(c_tpot);
     if (c_engine && !f.text(r, *c_engine).empty()) {
       p.engine = f.text(r, *c_engine);
       if (p.engine != "vllm" && p.engine != "sglang" && p.engine != "trtllm")
@@ -193,8 +201,12 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       const bool iso = v.size() >= 10 && v[4] == '-' && v[7] == '-' &&
                        std::all_of(v.begin(), v.begin() + 10, [](char ch) { return std::isdigit(ch) || ch == '-'; }) &&
                        std::count(v.begin(), v.begin() + 10, '-') == 2;
+      const int year = iso ? std::stoi(v.substr(0, 4)) : 0;
       const int month = iso ? std::stoi(v.substr(5, 2)) : 0, day = iso ? std::stoi(v.substr(8, 2)) : 0;
-      if (!iso || month < 1 || month > 12 || day < 1 || day > 31)
+      const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+      constexpr int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+      const bool valid_month = month >= 1 && month <= 12;
+      if (!iso || !valid_month || day < 1 || day > kDays[month - 1] + (month == 2 && leap ? 1 : 0))
         throw InputError(f.where(r, *c_measured) + ": expected a date YYYY-MM-DD[...] (got " + quote_for_message(v) +
                          ")");
       p.measured = v.substr(0, 10);
@@ -205,6 +217,7 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       throw InputError(f.where(r, c_tp) + ": a disaggregated point with dp / pp / ep / nodes columns is not modelled");
     out.push_back(p);
   }
+  if (out.empty()) throw InputError(path + ": no points (a header and no data rows)");
   return out;
 }
 

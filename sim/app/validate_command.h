@@ -134,8 +134,9 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
                              const std::string& hardware_dir, const std::string& latency_model);
 
 // The measurement protocol (validate_protocol.cpp).
-inline constexpr int kMaxPerSlot = 100000;         // warmup_per_slot / requests_per_slot at most
-inline constexpr double kMaxClientTtftMs = 10000;  // client_ttft_ms at most
+inline constexpr int kMaxPerSlot = 100000;                            // warmup_per_slot / requests_per_slot at most
+inline constexpr double kMaxClientTtftMs = 10000;                     // client_ttft_ms at most
+inline constexpr double kMinMeasuredMs = 1e-3, kMaxMeasuredMs = 1e7;  // ttft_ms and tpot_ms bounds
 // "engine-defaults" | "aiconfigurator" (ValidationProtocol::Deployment); an error naming `where` otherwise.
 ValidationProtocol::Deployment parse_deployment(const std::string& value, const std::string& where);
 // "column" | "aiconfigurator" | "weights" (ValidationProtocol::KvRule); an error naming `where` otherwise.

@@ -123,6 +123,7 @@ std::string read_protocol_directive(const std::string& path, ValidationProtocol&
     return k < l.size() && l[k] == ':' ? k + 1 : std::string_view::npos;
   };
   while (reader.next(line)) {
+    if (reader.line_number() == 1 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);  // UTF-8 BOM
     // The CSV reader skips a comment after leading blanks too.
     while (!line.empty() && is_space(line.front())) line.remove_prefix(1);
     if (line.empty() || line.front() != '#') {

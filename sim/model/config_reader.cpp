@@ -227,9 +227,13 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
     a.head_dim = static_cast<int>(spec.hidden_size / spec.num_attention_heads);
     if (a.head_dim <= 0) c.fail("num_attention_heads", "exceeds hidden_size, so head_dim would be 0");
     const bool new_arch = c.boolean_or("new_decoder_architecture", false);
-    if (new_arch)
+    if (new_arch) {
       a.num_kv_heads = static_cast<int>(c.integer_any({"num_kv_heads", "n_head_kv"}, 1, spec.num_attention_heads));
-    else if (c.boolean_or("multi_query", false))
+      if (spec.num_attention_heads % a.num_kv_heads != 0)
+        c.fail(c.has("num_kv_heads") ? "num_kv_heads" : "n_head_kv",
+               "(" + std::to_string(a.num_kv_heads) + ") must divide num_attention_heads (" +
+                   std::to_string(spec.num_attention_heads) + ")");
+    } else if (c.boolean_or("multi_query", false))
       a.num_kv_heads = 1;
     else
       a.num_kv_heads = spec.num_attention_heads;
@@ -274,7 +278,10 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
   }
 
   AttentionShape a = gqa_shape(c, spec);
-  const int64_t window = c.integer_or("sliding_window", 0, 0, INT_MAX);
+  // Qwen2-style configs: transformers sets sliding_window = None unless use_sliding_window, and vLLM
+  // then gives a "sliding_attention" layer no window (qwen2.py: config.sliding_window if is_sliding).
+  const bool window_off = c.has("use_sliding_window") && !c.boolean_or("use_sliding_window", false);
+  const int64_t window = window_off ? 0 : c.integer_or("sliding_window", 0, 0, INT_MAX);
   // Gemma-4: full-attention (global) layers have heads and width of their own, and with
   // attention_k_eq_v their keys double as values (HF Gemma4TextAttention: no v_proj there).
   AttentionShape global = a;
@@ -302,6 +309,8 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
       const std::string s = t.is_string() ? t.str() : "";
       if (s == "full_attention" || s == "attention") {
         spec.layers[i] = attention_layer(global, 0);
+      } else if ((s == "sliding_attention" || s == "sliding_window") && window_off) {
+        spec.layers[i] = attention_layer(a, 0);
       } else if (s == "sliding_attention" || s == "sliding_window") {
         if (window <= 0) c.missing("sliding_window");
         spec.layers[i] = attention_layer(a, static_cast<int>(window));
@@ -412,6 +421,12 @@ ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const
       spec.model_type == "RefinedWebModel" || spec.model_type == "RefinedWeb" || spec.model_type == "falcon";
   spec.tie_word_embeddings = c.boolean_or("tie_word_embeddings", top.boolean_or("tie_word_embeddings", tie_default));
   spec.torch_dtype = c.string_or("torch_dtype", c.string_or("dtype", top.string_or("torch_dtype", "")));
+  // The checkpoint dtype prices the unquantised weights: an unknown name must not pass as bfloat16.
+  static const char* const kTorchDtypes[] = {"", "bfloat16", "float16", "float32", "half", "float", "auto"};
+  if (std::find(std::begin(kTorchDtypes), std::end(kTorchDtypes), spec.torch_dtype) == std::end(kTorchDtypes))
+    c.fail(c.has("torch_dtype") ? "torch_dtype" : "dtype",
+           "unknown dtype " + quote_for_message(spec.torch_dtype) + " (known: bfloat16, float16, float32)");
+  if (spec.torch_dtype == "half") spec.torch_dtype = "float16";
   spec.num_experts = static_cast<int>(c.integer_or(
       "num_experts",
       c.integer_or("n_routed_experts", c.integer_or("num_local_experts", 0, 0, kMaxExperts), 0, kMaxExperts), 0,
@@ -419,6 +434,12 @@ ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const
   if (spec.num_experts > 0) {
     spec.experts_per_token = static_cast<int>(
         c.integer_any({"num_experts_per_tok", "experts_per_token", "top_k_experts"}, 1, spec.num_experts));
+    // Mixtral-style configs (mixtral, gpt_oss, minimax) size the experts with intermediate_size; the Qwen,
+    // DeepSeek, Kimi and GLM config classes have a moe_intermediate_size of their own, whose class default
+    // is not intermediate_size (Qwen3MoeConfig: 768): a config without it is refused there.
+    const bool own_key = starts_with(spec.model_type, "qwen") || starts_with(spec.model_type, "deepseek") ||
+                         starts_with(spec.model_type, "kimi") || starts_with(spec.model_type, "glm");
+    if (own_key && !c.has("moe_intermediate_size")) c.missing("moe_intermediate_size");
     spec.moe_intermediate_size = c.integer_or("moe_intermediate_size", spec.intermediate_size, 1, kMaxFfn);
     spec.shared_expert_intermediate_size = c.integer_or("shared_expert_intermediate_size", 0, 0, kMaxFfn);
     if (c.has("n_shared_experts"))
@@ -429,6 +450,18 @@ ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const
       c.integer_or("chunk_size", c.integer_or("mamba_chunk_size", 0, 0, kMaxTokens >> 20), 0, kMaxTokens >> 20));
 
   read_layers(c, cfg, spec);
+  // A dense gated MLP is sized by intermediate_size, whose config-class defaults differ by model (Qwen3
+  // 22016, Llama 11008): without the key it was read as 0, an MLP of nothing.
+  if (spec.intermediate_size == 0) {
+    const bool falcon =
+        spec.model_type == "RefinedWebModel" || spec.model_type == "RefinedWeb" || spec.model_type == "falcon";
+    for (const LayerSpec& l : spec.layers) {
+      const bool dense_mlp = spec.model_type == "nemotron_h"
+                                 ? l.kind == LayerKind::kNone && !l.moe
+                                 : !l.moe && l.kind != LayerKind::kRwkv6 && l.kind != LayerKind::kMamba2 && !falcon;
+      if (dense_mlp) c.missing("intermediate_size");
+    }
+  }
   // Flags the parameter count reads: a non-boolean was read as false.
   c.boolean_or("attention_bias", false);
   c.boolean_or("attn_output_gate", false);

@@ -1,10 +1,12 @@
 #include "sim/perf/csv_file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "sim/core/csv_fields.h"
 #include "sim/core/errors.h"
@@ -48,6 +50,9 @@ std::string CsvFile::where(size_t row, int col) const {
 double CsvFile::number(size_t row, int col) const {
   const std::string s = trim(rows[row][col]);
   if (s.empty()) throw InputError(where(row, col) + ": empty, expected a number");
+  // Decimal only: strtod would also take hex ("0x10" = 16), "inf" and "nan".
+  if (s.find_first_not_of("0123456789+-.eE") != std::string::npos)
+    throw InputError(where(row, col) + ": not a number ('" + s + "')");
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(s.c_str(), &end);
@@ -56,10 +61,25 @@ double CsvFile::number(size_t row, int col) const {
   return v;
 }
 
-CsvFile parse_csv_text(const std::string& text, const std::string& source) {
+CsvFile parse_csv_text(const std::string& text_in, const std::string& source) {
+  std::string_view text = text_in;
+  if (text.starts_with("\xFF\xFE") || text.starts_with("\xFE\xFF"))
+    throw InputError(source + ": UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8");
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte-order mark
+  // A carriage return not followed by a line feed (old Mac line ends) would join every line into one,
+  // and a NUL byte cuts messages short: both refused with the line they are on.
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool bare_cr = text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n');
+    if (!bare_cr && text[i] != '\0') continue;
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n');
+    throw InputError(source + ":" + std::to_string(line) +
+                     (bare_cr ? ": a carriage return without a line feed (old Mac line ends?); save the file with "
+                                "LF or CRLF line ends"
+                              : ": a NUL byte (not a text file?)"));
+  }
   CsvFile f;
   f.path = source;
-  std::istringstream in(text);
+  std::istringstream in{std::string(text)};
   std::string line;
   int lineno = 0;
   bool have_header = false;

@@ -223,7 +223,9 @@ std::map<std::string, EngineOverhead> load_engine_overheads(const std::string& r
     if (o.eager_prefill_per_layer_s > 0 && o.eager_prefill_before.empty())
       throw InputError(f.where(r, before) + ": the release the eager-prefill floor ends with is missing");
     o.source = f.text(r, src);
-    out[o.engine] = o;
+    // One row per engine: a second would silently replace the first.
+    if (!out.emplace(o.engine, o).second)
+      throw InputError(f.where(r, e) + ": engine '" + o.engine + "' has a row already");
   }
   return out;
 }

@@ -217,5 +217,23 @@ TEST(ConfigRobustness, DirectoryIsNamedAsSuch) {
   }
 }
 
+TEST(ConfigRobustness, QwenSlidingLayersWithUseSlidingWindowOffAreFullAttention) {
+  // transformers' Qwen2/Qwen3 configs set sliding_window = None unless use_sliding_window, and vLLM's
+  // qwen2.py gives a "sliding_attention" layer config.sliding_window: no window. Qwen3-8B with every
+  // layer marked sliding and use_sliding_window false is the plain model: 36 full-attention layers of
+  // 2 x 8 x 128 x 2 B = 4,096 B per token each.
+  std::string text = read_text("models/qwen3-8b.json");
+  std::string types = "[";
+  for (int i = 0; i < 36; ++i) types += std::string(i ? "," : "") + "\"sliding_attention\"";
+  types += "]";
+  text.insert(text.rfind('}'), ", \"layer_types\": " + types);
+  const ModelSpec spec = model_from_json(parse_json(text, "m.json"), "m.json", "m");
+  ASSERT_EQ(spec.layers.size(), 36u);
+  for (const LayerSpec& l : spec.layers) {
+    EXPECT_EQ(l.kind, LayerKind::kFullAttention);
+    EXPECT_EQ(l.attn.window, 0);
+  }
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "sim/core/errors.h"
 #include "sim/model/config_reader.h"
@@ -10,6 +12,7 @@
 #include "sim/perf/csv_file.h"
 #include "sim/perf/fit.h"
 #include "sim/perf/gemm_table.h"
+#include "sim/perf/latency_tables.h"
 #include "sim/scenario/hardware_catalog.h"
 
 namespace kvsim {
@@ -112,6 +115,53 @@ TEST(CsvFile, MissingColumnAndBadNumberNameFileLineColumn) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "t.csv:3: column 'b': not a number ('x')");
   }
+}
+
+TEST(CsvFile, ByteOrderMarksLineEndsNulsAndHexAreCaughtOrSkipped) {
+  // A UTF-8 BOM is skipped (the first column is 'a', not "\xEF\xBB\xBFa"); CRLF rows parse.
+  const CsvFile bom = parse_csv_text(
+      "\xEF\xBB\xBF"
+      "a,b\r\n1,2\r\n",
+      "t.csv");
+  EXPECT_EQ(bom.column("a"), 0);
+  EXPECT_DOUBLE_EQ(bom.number(0, 1), 2.0);
+  const auto error = [](const std::string& text) {
+    try {
+      const CsvFile f = parse_csv_text(text, "t.csv");
+      f.number(0, 1);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // CR-only line ends joined every line into one header (zero rows, no error).
+  EXPECT_EQ(error("a,b\r1,2\r"),
+            "t.csv:1: a carriage return without a line feed (old Mac line ends?); save the file "
+            "with LF or CRLF line ends");
+  EXPECT_EQ(error(std::string("a,b\n1,2\0", 8)), "t.csv:2: a NUL byte (not a text file?)");
+  EXPECT_EQ(error("\xFF\xFE"
+                  "a"),
+            "t.csv: UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8");
+  EXPECT_EQ(error("a,b\n1,0x10\n"), "t.csv:2: column 'b': not a number ('0x10')");
+  EXPECT_EQ(error("a,b\n1,inf\n"), "t.csv:2: column 'b': not a number ('inf')");
+  EXPECT_EQ(error("a,b\n1,1e3\n"), "no error");
+}
+
+TEST(EngineOverheads, ASecondRowForOneEngineIsRefused) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "kvsim_overhead_dup_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "overhead.csv")
+      << "engine,c0_ms,c1_ms_per_request,eager_prefill_ms_per_layer,eager_prefill_before,source\n"
+         "vllm,1.0,0.01,0,,a\nvllm,50.0,0.01,0,,b\n";
+  try {
+    load_engine_overheads(dir.string());
+    ADD_FAILURE() << "a duplicate engine row was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("overhead.csv:3: column 'engine': engine 'vllm' has a row already"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 class CalibratedH100 : public ::testing::Test {
