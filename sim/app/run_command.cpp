@@ -137,11 +137,24 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out) {
   if (s.output.summary_json) outputs.emplace_back("--summary-json (output.summary_json)", *s.output.summary_json);
   if (vm.count("csv")) outputs.emplace_back("--csv", vm["csv"].as<std::string>());
   if (vm.count("trace-out")) outputs.emplace_back("--trace-out", vm["trace-out"].as<std::string>());
+  // The inputs an output must not replace (a summary written over the scenario destroyed it).
+  std::vector<std::pair<std::string, std::string>> inputs = {{"the scenario", s.path}, {"the model config", s.model}};
+  if (s.workload.trace) inputs.emplace_back("the trace", s.workload.trace->path);
+  if (!s.cluster.topology.empty()) inputs.emplace_back("the topology file", s.cluster.topology);
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string& path = outputs[i].second;
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
       throw OutputError(path + ": is a folder, not a file (" + outputs[i].first + " names it)");
+    // Outputs are written beside the path and renamed over it: a device, FIFO or link there would be
+    // replaced by a plain file (as root, /dev/null itself).
+    const auto st = std::filesystem::symlink_status(path, ec);
+    if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+      throw OutputError(path + ": not a plain file (a link, device or FIFO; " + outputs[i].first +
+                        " names it): kvsim writes a new file and renames it over the path, so name a plain file");
+    for (const auto& [what, in] : inputs)
+      if (std::filesystem::exists(in, ec) && std::filesystem::equivalent(in, path, ec))
+        throw OutputError(path + ": is " + what + " (" + outputs[i].first + " would overwrite it)");
     for (size_t j = 0; j < i; ++j)
       if (std::filesystem::weakly_canonical(outputs[j].second, ec) == std::filesystem::weakly_canonical(path, ec))
         throw OutputError(path + ": named by both " + outputs[j].first + " and " + outputs[i].first +

@@ -104,7 +104,7 @@ int run_sweep_command(const std::vector<std::string>& args, std::ostream& out) {
     ("out", po::value<std::string>(), "sweep folder (default: runs/<sweep name>)")
     ("shard", po::value<std::string>(), "run only points with index % n == i (i/n), and do not merge")
     ("set", po::value<std::vector<std::string>>()->composing(),
-     "override a scenario key in every point (after the file's set:; not a key an axis or a variant sets; repeatable)")
+     "override a scenario key in every point (after the file's set:; not a key an axis or a variant sets, nor an output key; repeatable)")
     ("list", "print the points (index, key, seed) and exit without running")
     ("no-merge", "do not build the table after running")
     ("sweep", po::value<std::string>(), "sweep YAML file (positional)");

@@ -403,6 +403,10 @@ std::string json_number(double v) {
     return buf;
   }
   char buf[32];
+  if (std::fabs(v) >= 1e15) {  // "%.6f" of 1e50 needs 58 characters: the buffer cut it to a wrong number
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf, "%.6f", v);
   std::string s = buf;
   while (!s.empty() && s.back() == '0') s.pop_back();

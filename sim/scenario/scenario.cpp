@@ -14,6 +14,7 @@
 #include "sim/core/errors.h"
 #include "sim/core/input_file.h"
 #include "sim/core/units.h"
+#include "sim/model/json.h"
 #include "sim/perf/parallel_terms.h"
 #include "sim/scenario/yaml_document.h"
 
@@ -57,6 +58,11 @@ class Reader {
   std::string str(const YAML::Node& n, const std::string& key) const {
     if (!n.IsScalar()) fail(key, "must be a string");
     return n.Scalar();
+  }
+  // A whole number in [min, max], or "auto" (returned as 0).
+  int64_t integer_or_auto(const YAML::Node& n, const std::string& key, int64_t min, int64_t max) const {
+    if (!n.IsScalar() || n.Scalar().empty()) fail(key, "must be an integer or auto");
+    return n.Scalar() == "auto" ? 0 : integer(n, key, min, max);
   }
   int64_t integer(const YAML::Node& n, const std::string& key, int64_t min = INT64_MIN, int64_t max = INT64_MAX) const {
     if (!n.IsScalar()) fail(key, "must be an integer");
@@ -122,11 +128,30 @@ class Reader {
   std::string source_;
 };
 
-DistSpec read_dist(const Reader& r, const YAML::Node& n, const std::string& key, bool is_time) {
-  if (n.IsScalar()) return DistSpec::fixed(is_time ? r.seconds(n, key) : r.number(n, key));
+// `tokens`: a token count (at least 1; a smaller fixed value was raised to 1 without a word).
+DistSpec read_dist(const Reader& r, const YAML::Node& n, const std::string& key, bool is_time, bool tokens = false) {
+  const auto check_tokens = [&](const DistSpec& d, const std::string& where) {
+    if (tokens && d.kind == "fixed" && d.value < 1)
+      r.fail(where, "must be at least 1 token (got " + json_number(d.value) + ")");
+    return d;
+  };
+  if (n.IsScalar()) return check_tokens(DistSpec::fixed(is_time ? r.seconds(n, key) : r.number(n, key)), key);
   r.only_keys(n, key, {"kind", "value", "mean", "stddev", "min", "max"});
   DistSpec d;
   if (n["kind"]) d.kind = r.str(n["kind"], key + ".kind");
+  // A parameter the kind does not read would be dropped without a word (min and max clamp every kind).
+  const auto unused = [&](const char* p) {
+    if (n[p]) r.fail(key + "." + p, "not a parameter of kind " + d.kind);
+  };
+  if (d.kind == "fixed") {
+    unused("mean");
+    unused("stddev");
+    if (!n["value"]) r.fail(key + ".value", "missing (kind fixed)");
+  } else {
+    unused("value");
+    if (d.kind == "uniform" || d.kind == "exponential") unused("stddev");
+    if (d.kind == "uniform") unused("mean");
+  }
   auto num = [&](const char* k, double* out) {
     if (n[k]) *out = is_time ? r.seconds(n[k], key + "." + k) : r.number(n[k], key + "." + k);
   };
@@ -135,7 +160,7 @@ DistSpec read_dist(const Reader& r, const YAML::Node& n, const std::string& key,
   num("stddev", &d.stddev);
   num("min", &d.min);
   num("max", &d.max);
-  return d;
+  return check_tokens(d, key + ".value");
 }
 
 TraceConfig read_trace(const Reader& r, const YAML::Node& n, const std::string& where) {
@@ -166,8 +191,8 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
   if (n["cv"]) s.cv = r.number(n["cv"], k("cv"));
   if (n["num_requests"]) s.num_requests = r.integer(n["num_requests"], k("num_requests"), 0);
   if (n["duration"]) s.duration = r.seconds(n["duration"], k("duration"));
-  if (n["input_tokens"]) s.input_tokens = read_dist(r, n["input_tokens"], k("input_tokens"), false);
-  if (n["output_tokens"]) s.output_tokens = read_dist(r, n["output_tokens"], k("output_tokens"), false);
+  if (n["input_tokens"]) s.input_tokens = read_dist(r, n["input_tokens"], k("input_tokens"), false, true);
+  if (n["output_tokens"]) s.output_tokens = read_dist(r, n["output_tokens"], k("output_tokens"), false, true);
   if (n["groups"]) s.groups = r.integer(n["groups"], k("groups"), 1);
   if (n["requests_per_group"]) s.requests_per_group = r.integer(n["requests_per_group"], k("requests_per_group"), 1);
   if (n["prefix_tokens"]) s.prefix_tokens = r.integer(n["prefix_tokens"], k("prefix_tokens"), 0);
@@ -178,7 +203,7 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
   if (n["sessions"]) s.sessions = r.integer(n["sessions"], k("sessions"), 0);
   if (n["turns"]) s.turns = r.integer(n["turns"], k("turns"), 1);
   if (n["think_time"]) s.think_time = read_dist(r, n["think_time"], k("think_time"), true);
-  if (n["user_tokens"]) s.user_tokens = read_dist(r, n["user_tokens"], k("user_tokens"), false);
+  if (n["user_tokens"]) s.user_tokens = read_dist(r, n["user_tokens"], k("user_tokens"), false, true);
   if (n["system_prompt_tokens"])
     s.system_prompt_tokens = r.integer(n["system_prompt_tokens"], k("system_prompt_tokens"), 0);
   // The keys each kind's source reads (sim/workload/impl/*_source.cpp); a key of another kind would be read
@@ -306,8 +331,7 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
   if (n["kind"]) e.kind = r.str(n["kind"], k("kind"));
   if (n["version"]) e.version = r.str(n["version"], k("version"));
   if (n["block_size"]) {
-    const std::string s = r.str(n["block_size"], k("block_size"));
-    e.block_size = s == "auto" ? 0 : static_cast<int>(r.integer(n["block_size"], k("block_size"), 1, INT_MAX));
+    e.block_size = static_cast<int>(r.integer_or_auto(n["block_size"], k("block_size"), 1, INT_MAX));
   }
   if (n["block_size_multiplier"])
     e.block_size_multiplier =
@@ -332,7 +356,8 @@ EngineSettings read_engine(const Reader& r, const YAML::Node& n, const std::stri
   if (n["kv_cache_dtype"]) e.kv_cache_dtype = r.str(n["kv_cache_dtype"], k("kv_cache_dtype"));
   if (n["mamba_ssm_cache_dtype"]) e.state_dtype = r.str(n["mamba_ssm_cache_dtype"], k("mamba_ssm_cache_dtype"));
   if (n["weight_dtype"]) e.weight_dtype = r.str(n["weight_dtype"], k("weight_dtype"));
-  if (n["max_model_len"]) e.max_model_len = r.integer(n["max_model_len"], k("max_model_len"), 1);
+  if (n["max_model_len"])  // 2^40 tokens: far past any model, and the sizing arithmetic stays in int64
+    e.max_model_len = r.integer(n["max_model_len"], k("max_model_len"), 1, int64_t{1} << 40);
   if (n["long_prefill_token_threshold"])
     e.long_prefill_token_threshold = r.integer(n["long_prefill_token_threshold"], k("long_prefill_token_threshold"), 0);
   if (n["policy"]) {
@@ -455,14 +480,12 @@ RouterSettings read_router(const Reader& r, const YAML::Node& n) {
   non_negative("queue_weight", &rs.queue_weight);
   non_negative("kv_weight", &rs.kv_weight);
   if (n["block_size"]) {
-    const std::string v = r.str(n["block_size"], k("block_size"));
-    rs.block_size = v == "auto" ? 0 : static_cast<int>(r.integer(n["block_size"], k("block_size"), 1, 1 << 20));
+    rs.block_size = static_cast<int>(r.integer_or_auto(n["block_size"], k("block_size"), 1, 1 << 20));
   }
   if (n["max_prefix_blocks"])
     rs.max_prefix_blocks = static_cast<int>(r.integer(n["max_prefix_blocks"], k("max_prefix_blocks"), 1, 1 << 20));
   if (n["lru_capacity"]) {
-    const std::string v = r.str(n["lru_capacity"], k("lru_capacity"));
-    rs.lru_capacity = v == "auto" ? 0 : r.integer(n["lru_capacity"], k("lru_capacity"), 1, int64_t{1} << 40);
+    rs.lru_capacity = r.integer_or_auto(n["lru_capacity"], k("lru_capacity"), 1, int64_t{1} << 40);
   }
   if (n["precise"]) rs.precise = r.boolean(n["precise"], k("precise"));
   non_negative("overlap_weight", &rs.overlap_weight);
@@ -604,6 +627,13 @@ ClusterSettings read_cluster(const Reader& r, const YAML::Node& root, const Scen
       if (ds.decider != "llm_d" && ds.decider != "dynamo" && ds.decider != "always" && ds.decider != "never")
         r.fail(k("decider"),
                "unknown decider " + quote_for_message(ds.decider) + " (known: always, dynamo, llm_d, never)");
+    }
+    // A decider's options under another decider would be read and never used.
+    for (const char* key : {"threshold", "max_local_prefill", "max_prefill_queue"}) {
+      const bool llm_d_key = std::string(key) == "threshold";
+      const char* owner = llm_d_key ? "llm_d" : "dynamo";
+      if (d[key] && ds.decider != owner)
+        r.fail(k(key), std::string("an option of decider ") + owner + ", not of " + ds.decider);
     }
     if (d["threshold"]) ds.threshold = r.integer(d["threshold"], k("threshold"), 0, int64_t{1} << 40);
     if (d["max_local_prefill"])

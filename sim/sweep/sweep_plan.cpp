@@ -5,6 +5,7 @@
 
 #include "sim/core/errors.h"
 #include "sim/core/random.h"
+#include "sim/model/json.h"
 
 namespace kvsim {
 namespace {
@@ -94,6 +95,37 @@ SweepPlan plan_sweep(const SweepFile& file, const std::vector<std::string>& extr
       if (overlap(file.axes[i].key, file.axes[j].key))
         throw InputError(file.path + ": axes." + file.axes[j].key + ": overlaps the axis " + file.axes[i].key +
                          " (one sets a key inside the other); sweep them in one axis");
+  // A sweep file's set: on a key an axis sets would lose to it in every point (a variant may override set:
+  // for its own points: that is what variants are for).
+  for (const std::string& set : file.sets) {
+    for (const SweepAxis& a : file.axes)
+      if (overlap(key_of(set), a.key))
+        throw InputError(file.path + ": set: " + key_of(set) + ": the axis " + a.key +
+                         " sets it in every point; drop one of them");
+  }
+  // A point writes its files into the sweep folder: output.* keys would be dropped without a word.
+  const auto refuse_output = [&](const std::string& key, const std::string& where) {
+    if (key == "output" || key.starts_with("output."))
+      throw InputError(where + key +
+                       ": output keys do not apply to sweep points (each point's summary goes into the sweep folder, " +
+                       "points/p<index>.json)");
+  };
+  for (const std::string& set : file.sets) refuse_output(key_of(set), file.path + ": set: ");
+  for (const std::string& set : extra_sets) refuse_output(key_of(set), "--set ");
+  for (const SweepAxis& a : file.axes) refuse_output(a.key, file.path + ": axes.");
+  for (const SweepVariant& v : file.variants)
+    for (const std::string& vs : v.sets) refuse_output(key_of(vs), file.path + ": variants." + v.name + ": ");
+  // Bounded before the points are built (each is parsed and checked): 4 axes of 100 values ran out of memory.
+  {
+    double count = std::max<size_t>(1, file.variants.size()) * std::max(1, file.seeds);
+    if (file.combine == SweepCombine::kZip)
+      count *= file.axes.empty() ? 1 : file.axes.front().values.size();
+    else
+      for (const SweepAxis& a : file.axes) count *= static_cast<double>(a.values.size());
+    if (count > kMaxSweepPoints)
+      throw InputError(file.path + ": axes, variants and seeds make " + json_number(count) + " points; at most " +
+                       json_number(kMaxSweepPoints) + " (split the sweep)");
+  }
   // A command-line --set on a key an axis or a variant sets would lose to it (their overrides come later).
   for (const std::string& set : extra_sets) {
     for (const SweepAxis& a : file.axes)

@@ -16,6 +16,8 @@
 
 namespace kvsim {
 
+inline constexpr double kMaxSweepPoints = 100000;  // variants x axis rows x seeds
+
 struct SweepPoint {
   int index = 0;
   std::vector<std::string> values;     // one per SweepPlan::columns, as shown in the table

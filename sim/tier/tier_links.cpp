@@ -98,6 +98,12 @@ TierLinks::TierLinks(FlowNetwork& network, const std::vector<int>& gpus, const K
       route.into.push_back(std::move(*path));
     }
   }
+  // The first tier's copies are timed by the topology alone (a lower tier off the network keeps its I/O
+  // servers' timing; the first has none): a local NVMe first tier needs a storage vertex on its node.
+  if (!tiers_[0].routed)
+    throw InputError(key + ".tiers[0]: cluster.topology '" + topo.name() + "' has no storage vertex on node " +
+                     std::to_string(topo.gpu_node(gpus.at(0))) + " for the first tier (" + config.tier +
+                     "); add one linked to the node's cpu, or put a host tier first");
 }
 
 bool TierLinks::routed(int tier) const { return tiers_.at(static_cast<size_t>(tier)).routed; }

@@ -132,6 +132,30 @@ TEST(RunBadInput, MalformedTraceLineNamesTheLine) {
   EXPECT_NE(quiet.out.find("kvsim: skipped 1 malformed trace lines"), std::string::npos) << quiet.out;
 }
 
+TEST(RunBadInput, AnOutputNamingAnInputOrASpecialFileIsRefused) {
+  // A copy of the quickstart scenario; --summary-json on it would have replaced it with the summary.
+  const std::string scen = tmp("victim.yaml");
+  fs::copy_file("scenarios/quickstart.yaml", scen, fs::copy_options::overwrite_existing);
+  const std::string before = slurp(scen);
+  auto r = run_kvsim("run " + scen + " -q --set workload.trace.limit=10 --summary-json " + scen);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(scen + ": is the scenario (--summary-json (output.summary_json) would overwrite it)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(slurp(scen), before);
+  // A symbolic link (and likewise a device or FIFO) would be replaced by a plain file: refused, the
+  // link and its target left as they were.
+  const std::string target = tmp("target.csv"), link = tmp("link.csv");
+  std::ofstream(target) << "kept\n";
+  fs::remove(link);
+  fs::create_symlink(target, link);
+  auto l = run_kvsim("run scenarios/quickstart.yaml -q --set workload.trace.limit=10 --csv " + link);
+  EXPECT_EQ(l.exit_code, 2);
+  EXPECT_NE(l.out.find(link + ": not a plain file"), std::string::npos) << l.out;
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(slurp(target), "kept\n");
+}
+
 TEST(RunHelp, DocumentsOptions) {
   auto r = run_kvsim("run --help");
   EXPECT_EQ(r.exit_code, 0);
