@@ -72,6 +72,15 @@ void add_context_warnings(const ModelSpec& spec, SizeReport& r) {
   const int64_t factor = (longest + base - 1) / base;
   std::string w = spec.name + ": context " + digits(longest) + " tokens is longer than max_position_embeddings " +
                   digits(max_pos) + "; ";
+  // A model without attention (RWKV, Mamba) has no RoPE to scale: only the length it was trained on.
+  bool attention = false;
+  for (const LayerSpec& l : spec.layers) attention = attention || is_attention(l.kind);
+  if (!attention) {
+    r.warnings.push_back(spec.name + ": context " + digits(longest) +
+                         " tokens is longer than max_position_embeddings " + digits(max_pos) +
+                         ", the context the model was trained on");
+    return;
+  }
   if (!spec.rope_type.empty() && spec.rope_type != "default")
     w += "the config's rope_scaling (" + spec.rope_type +
          (spec.rope_factor > 0 ? ", factor " + json_number(spec.rope_factor) : "") + ") stops there, ";

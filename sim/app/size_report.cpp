@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 #include "sim/app/size_checks.h"
@@ -38,8 +39,19 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& options) 
   r.weight_bytes = weight_bytes(spec, opt.weight_dtype);
   const int tp = opt.par.tp;
   r.kv_bytes_per_token_per_gpu = pipeline_kv_bytes_per_token(spec, r.kv_dtype, opt.par);
-  r.window_bytes_max_per_gpu = window_bytes_max(spec, r.kv_dtype, tp);
-  r.state_bytes_per_gpu = state_bytes_per_request(spec, r.state_dtypes, tp);
+  // Per GPU under PP: the busiest stage's (each stage holds the caches and states of its own layers).
+  std::vector<ModelSpec> stage_specs;
+  const std::vector<StageRange> stages = pipeline_stages(static_cast<int>(spec.layers.size()), opt.par.pp);
+  for (size_t i = 0; i < stages.size(); ++i)
+    stage_specs.push_back(stage_model(spec, stages[i], i + 1 == stages.size()));
+  const auto busiest_stage = [&](const std::function<int64_t(const ModelSpec&)>& f) {
+    int64_t most = 0;
+    for (const ModelSpec& sm : stage_specs) most = std::max(most, f(sm));
+    return most;
+  };
+  r.window_bytes_max_per_gpu = busiest_stage([&](const ModelSpec& sm) { return window_bytes_max(sm, r.kv_dtype, tp); });
+  r.state_bytes_per_gpu =
+      busiest_stage([&](const ModelSpec& sm) { return state_bytes_per_request(sm, r.state_dtypes, tp); });
   // Weights are sharded across TP ranks (vocab-parallel embedding and head included); experts across
   // DP x TP, layers across pipeline stages (parallel_layout.h; ceil(weights / TP) without DP, PP, EP).
   const std::vector<int64_t> stage_weights = weight_bytes_per_stage(spec, opt.weight_dtype, opt.par);
@@ -71,6 +83,9 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& options) 
     r.layout.num_blocks = pipeline_kv_blocks(spec, r.block_size, r.kv_dtype, r.state_dtypes, opt.par, stage_available);
   }
   const KvCacheLayout whole = build_kv_layout(spec, r.block_size, r.kv_dtype, r.state_dtypes, one, 0);
+  std::vector<KvCacheLayout> stage_layouts;  // per stage at this layout's parallelism (block counts unused)
+  for (const ModelSpec& sm : stage_specs)
+    stage_layouts.push_back(build_kv_layout(sm, r.block_size, r.kv_dtype, r.state_dtypes, opt.par, 0));
 
   if (opt.images > 0) {
     if (!spec.has_vision) throw InputError("--images: " + spec.name + " has no vision_config");
@@ -90,8 +105,11 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& options) 
     row.tokens = ctx;
     row.bytes = request_bytes(spec, ctx, r.kv_dtype, r.state_dtypes, one);
     row.bytes_padded = request_bytes_padded(whole, ctx);
-    row.bytes_per_gpu = request_bytes(spec, ctx, r.kv_dtype, r.state_dtypes, opt.par);
-    row.bytes_padded_per_gpu = request_bytes_padded(r.layout, ctx, opt.par.dcp);
+    row.bytes_per_gpu =
+        busiest_stage([&](const ModelSpec& sm) { return request_bytes(sm, ctx, r.kv_dtype, r.state_dtypes, opt.par); });
+    row.bytes_padded_per_gpu = 0;
+    for (const KvCacheLayout& sl : stage_layouts)
+      row.bytes_padded_per_gpu = std::max(row.bytes_padded_per_gpu, request_bytes_padded(sl, ctx, opt.par.dcp));
     if (opt.gpu) {
       const int64_t per = blocks_per_request(r.layout, ctx, opt.par.dcp);
       // One block is vLLM's null block and never holds data.
@@ -349,17 +367,20 @@ void print_size_json(const std::vector<SizeReport>& reports, const SizeOptions& 
 void print_size_csv(const std::vector<SizeReport>& reports, const SizeOptions& opt, std::ostream& out) {
   out << "name,layers,kv_dtype,kv_bytes_per_token,kv_bytes_per_token_bf16,kv_bytes_per_token_fp8,window_bytes_max,"
          "state_bytes_per_request,state_token_equivalent,params,weight_bytes,block_size,tp,context,bytes,bytes_padded,"
-         "bytes_per_gpu,max_concurrent,transfer_s,warning\n";
+         "bytes_per_gpu,bytes_padded_per_gpu,max_concurrent,transfer_s,warning\n";
   for (const auto& r : reports) {
     for (const auto& c : r.contexts) {
       out << r.spec.name << ",\"" << layers_text(r.spec) << "\"," << dtype_name(r.kv_dtype) << ","
           << r.kv_bytes_per_token << "," << r.kv_bytes_per_token_bf16 << "," << r.kv_bytes_per_token_fp8 << ","
           << r.window_bytes_max << "," << r.state_bytes_per_request << "," << json_number(r.state_token_equivalent)
           << "," << r.spec.params << "," << r.weight_bytes << "," << r.block_size << "," << opt.par.tp << ","
-          << c.tokens << "," << c.bytes << "," << c.bytes_padded << "," << c.bytes_padded_per_gpu << ","
-          << (c.max_concurrent ? std::to_string(*c.max_concurrent) : "") << ","
-          << (c.transfer_s ? json_number(*c.transfer_s) : "") << ","
-          << (r.warnings.empty() ? "" : csv_quote(r.warnings.front())) << "\n";
+          << c.tokens << "," << c.bytes << "," << c.bytes_padded << "," << c.bytes_per_gpu << ","
+          << c.bytes_padded_per_gpu << "," << (c.max_concurrent ? std::to_string(*c.max_concurrent) : "") << ","
+          << (c.transfer_s ? json_number(*c.transfer_s) : "") << ",";
+      // The warning (a context past max_position_embeddings) on the rows it is about.
+      const int64_t max_pos = r.spec.max_position_embeddings;
+      if (!r.warnings.empty() && max_pos > 0 && c.tokens > max_pos) out << csv_quote(r.warnings.front());
+      out << "\n";
     }
   }
 }

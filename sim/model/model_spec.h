@@ -141,6 +141,9 @@ struct ModelSpec {
   int64_t quantized_params = 0;
   int64_t quantized_dense_params = 0;  // of quantized_params, those outside the routed experts
   int64_t checkpoint_weight_bytes = 0;
+  // Of those, the routed experts' (their weights, scales and biases as stored): what expert parallelism
+  // shards, in a dtype that may differ from the rest (gpt-oss: MXFP4 experts, BF16 attention).
+  int64_t checkpoint_expert_bytes = 0;
 
   int count(LayerKind k) const;
   bool is_hybrid() const;  // attention layers and state layers both present

@@ -104,10 +104,22 @@ std::vector<int64_t> weight_bytes_per_stage(const ModelSpec& m, std::optional<DT
   const int64_t total = weight_bytes(m, weight);
   if (par.dp == 1 && par.pp == 1 && !par.expert_parallel) return {(total + par.tp - 1) / par.tp};
   const double n = static_cast<double>(m.params + m.vision_params);
-  const double per_param = n > 0 ? static_cast<double>(total) / n : 0.0;
   const double table = static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
-  const double experts = static_cast<double>(expert_params(m));
-  const double body = static_cast<double>(m.params) - static_cast<double>(embedding_params(m)) - experts;
+  double experts = static_cast<double>(expert_params(m));
+  double body = static_cast<double>(m.params) - static_cast<double>(embedding_params(m)) - experts;
+  // Bytes per parameter of each part. One dtype for every weight (--weight-dtype): the average. The
+  // checkpoint's own: the routed experts in theirs, the embeddings, LM head and vision tower in 16 bits,
+  // the rest (attention, dense MLPs, shared experts, norms, routers) the remaining bytes; a mixed
+  // checkpoint's average under-counted the parts every DP rank or stage holds whole (gpt-oss at DP 8 x
+  // EP: 9.2 GB per GPU where BF16 attention + 16 of 128 MXFP4 experts are 11.9 GB).
+  double body_b = n > 0 ? static_cast<double>(total) / n : 0.0, expert_b = body_b, table_b = body_b;
+  if (!weight && m.checkpoint_expert_bytes > 0 && experts > 0) {
+    table_b = 2.0;
+    expert_b = static_cast<double>(m.checkpoint_expert_bytes) / experts;
+    const double rest = static_cast<double>(total) - static_cast<double>(m.checkpoint_expert_bytes) -
+                        2.0 * (static_cast<double>(embedding_params(m)) + static_cast<double>(m.vision_params));
+    body_b = body > 0 ? rest / body : 0.0;
+  }
   const int layers = static_cast<int>(m.layers.size());
   const int moe_total = moe_layers_in(m, 0, layers);
   // The busiest expert rank: ceil(E / EP) experts, each split moe_tp ways (1 / (DP x TP) without EP).
@@ -116,15 +128,17 @@ std::vector<int64_t> weight_bytes_per_stage(const ModelSpec& m, std::optional<DT
   std::vector<int64_t> out;
   for (size_t i = 0; i < stages.size(); ++i) {
     const bool first = i == 0, last = i + 1 == stages.size();
-    double dense = body * stages[i].count / std::max(layers, 1);
+    const double dense = body * stages[i].count / std::max(layers, 1);
+    double tables = 0;  // embedding, LM head, vision tower
     if (first && last)
-      dense += static_cast<double>(embedding_params(m)) + static_cast<double>(m.vision_params);
+      tables = static_cast<double>(embedding_params(m)) + static_cast<double>(m.vision_params);
     else if (first)
-      dense += table + static_cast<double>(m.vision_params);
+      tables = table + static_cast<double>(m.vision_params);
     else if (last)
-      dense += table;  // the LM head (with tied embeddings, vLLM's last stage keeps its own copy)
+      tables = table;  // the LM head (with tied embeddings, vLLM's last stage keeps its own copy)
     const double moe = moe_total > 0 ? experts * moe_layers_in(m, stages[i].first, stages[i].count) / moe_total : 0.0;
-    out.push_back(static_cast<int64_t>(std::ceil(per_param * (dense / par.tp + moe * expert_share))));
+    out.push_back(
+        static_cast<int64_t>(std::ceil((body_b * dense + table_b * tables) / par.tp + expert_b * moe * expert_share)));
   }
   return out;
 }

@@ -122,8 +122,8 @@ int64_t ffn_params(const ModelSpec& s, const LayerSpec& l, const JsonValue& c, i
   int64_t router = w.other(h * E);  // routers stay in the checkpoint dtype
   if (mt == "gpt_oss") {
     // gate_up and down with biases
-    experts = w.linear(ex + "gate_up_proj", 2 * mi, h, E) + w.other(E * 2 * mi) + w.linear(ex + "down_proj", h, mi, E) +
-              w.other(E * h);
+    experts = w.linear(ex + "gate_up_proj", 2 * mi, h, E) + w.expert_other(E * 2 * mi) +
+              w.linear(ex + "down_proj", h, mi, E) + w.expert_other(E * h);
     router += w.other(E);
   } else {
     experts = w.linear(ex + "gate_proj", mi, h, E) + w.linear(ex + "up_proj", mi, h, E) +
@@ -247,6 +247,7 @@ void count_params(const JsonValue& doc, const JsonValue& c, ModelSpec& s) {
   s.quantized_params = w.quantized_params();
   s.quantized_dense_params = w.quantized_dense_params();
   s.checkpoint_weight_bytes = (s.params + s.vision_params - s.quantized_params) * 2 + (w.quantized_bits() + 7) / 8;
+  s.checkpoint_expert_bytes = w.expert_bytes();
 }
 
 }  // namespace kvsim

@@ -261,6 +261,7 @@ int64_t WeightTally::linear(const std::string& module, int64_t out, int64_t in, 
   const QuantGroup* g = group_for(module);
   if (!g) {
     kept_ += n;
+    if (copies > 1) expert_kept_ += n;
     return n;
   }
   quantized_ += n;
@@ -272,14 +273,21 @@ int64_t WeightTally::linear(const std::string& module, int64_t out, int64_t in, 
     scales = out;  // one per output row
   else if (g->block_rows > 0)
     scales = cdiv(out, g->block_rows) * cdiv(in, g->block_cols);
-  quantized_bits_ +=
+  const int64_t bits =
       n * g->value_bits + copies * (scales * (g->scale_bits + g->zero_point_bits) + g->tensor_scale_bits);
+  quantized_bits_ += bits;
+  if (copies > 1) expert_quantized_bits_ += bits;
   return n;
 }
 
 int64_t WeightTally::other(int64_t n) {
   kept_ += n;
   return n;
+}
+
+int64_t WeightTally::expert_other(int64_t n) {
+  expert_kept_ += n;
+  return other(n);
 }
 
 }  // namespace kvsim

@@ -55,6 +55,8 @@ class WeightTally {
   // Parameters that stay in 16 bits whatever the scheme: embeddings, lm_head, norms, biases, routers,
   // convolutions, RWKV mixing vectors. Returns n.
   int64_t other(int64_t n);
+  // The same for 16-bit parameters of the routed experts (gpt-oss's expert biases).
+  int64_t expert_other(int64_t n);
 
   int64_t quantized_params() const { return quantized_; }
   // Of those, the ones outside stacked experts (linear() calls with copies == 1: attention, dense MLPs,
@@ -63,6 +65,9 @@ class WeightTally {
   int64_t kept_params() const { return kept_; }
   // Bits of the quantised weights, scales and zero points included.
   int64_t quantized_bits() const { return quantized_bits_; }
+  // Bytes of the routed experts as stored (linear() calls with copies > 1 and expert_other()): the part
+  // of the weights that expert parallelism shards, in their own dtype.
+  int64_t expert_bytes() const { return expert_kept_ * 2 + (expert_quantized_bits_ + 7) / 8; }
 
  private:
   struct Group {
@@ -78,6 +83,7 @@ class WeightTally {
   int64_t quantized_dense_ = 0;
   int64_t kept_ = 0;
   int64_t quantized_bits_ = 0;
+  int64_t expert_kept_ = 0, expert_quantized_bits_ = 0;
 };
 
 }  // namespace kvsim

@@ -86,7 +86,19 @@ void check_parallel(const ModelSpec& spec, const Parallel& par) {
       if (l.kind == LayerKind::kSlidingWindow && par.dcp > 1)
         throw InputError("--dcp " + std::to_string(par.dcp) + ": " + who +
                          " has sliding-window layers, which vLLM does not support with decode context parallelism");
+      // vLLM ModelConfig.verify_with_parallel_config (config/model.py), GQA / MQA with DCP: the DCP ranks
+      // split the copies of one KV head, so tp > kv heads, dcp <= tp / kv heads, and each KV head's query
+      // heads divide among them.
+      if (par.dcp > 1 && (par.tp <= kv || par.dcp > par.tp / kv || (spec.num_attention_heads / kv) % par.dcp != 0))
+        throw InputError("--dcp " + std::to_string(par.dcp) + " with --tp " + std::to_string(par.tp) + ": " + who +
+                         " has " + std::to_string(kv) + " KV heads and " + std::to_string(spec.num_attention_heads) +
+                         " query heads; vLLM needs tp > KV heads, dcp <= tp / KV heads and dcp dividing the query "
+                         "heads per KV head");
     }
+    // vLLM MambaMixer2: n_groups % tp == 0 or n_groups == 1 (one group is replicated on every rank).
+    if (l.kind == LayerKind::kMamba2 && l.state.n_groups % par.tp != 0 && l.state.n_groups != 1)
+      throw InputError("--tp " + std::to_string(par.tp) + " does not divide the " + std::to_string(l.state.n_groups) +
+                       " Mamba groups (n_groups) of " + who + " (vLLM MambaMixer2 needs it, or a single group)");
     if (is_state(l.kind) && l.state.ssm_heads % par.tp != 0)
       throw InputError("--tp " + std::to_string(par.tp) + " does not divide the " + std::to_string(l.state.ssm_heads) +
                        " state heads of " + who);

@@ -236,6 +236,41 @@ TEST(SizeLayout, EpTimesMoeTpPerGpu) {
   EXPECT_NE(vllm.out.find("vLLM's EP size is dp x tp = 4"), std::string::npos) << vllm.out;
 }
 
+TEST(SizeLayout, PipelineStagesHoldHalfTheStatesWindowsAndRequestBytes) {
+  // Nemotron-H-8B, PP 2 over 52 blocks [26, 26]: each stage holds 12 of the 24 Mamba2 layers. One
+  // layer's state: conv (8192 + 2 x 8 groups x 128 = 10,240 channels x 3 rows) in BF16 + SSM (128 heads x
+  // 64 x 128) in FP32: 61,440 + 4,194,304 = 4,255,744 B (the essay's 102,137,856 B for 24 layers).
+  auto n = run_kvsim("size models/nemotron-h-8b.json --pp 2 --context 8192 --format json");
+  ASSERT_EQ(n.exit_code, 0) << n.out;
+  const JsonValue nm = parse_json(n.out, "stdout").array()[0];
+  EXPECT_EQ(nm.find("state_bytes_per_request")->integer(), 24 * 4255744LL);
+  EXPECT_EQ(nm.find("per_gpu")->find("state_bytes_per_request")->integer(), 12 * 4255744LL);
+  // gpt-oss-120b, PP 2 over 36 alternating layers [18, 18]: 9 of the 18 sliding and 9 of the 18 full
+  // layers a stage, so a stage holds half of every per-request figure.
+  auto g = run_kvsim("size models/gpt-oss-120b.json --pp 2 --context 8192 --format json");
+  ASSERT_EQ(g.exit_code, 0) << g.out;
+  const JsonValue gm = parse_json(g.out, "stdout").array()[0];
+  EXPECT_EQ(gm.find("per_gpu")->find("window_bytes_max")->integer(), gm.find("window_bytes_max")->integer() / 2);
+  const JsonValue& row = gm.find("contexts")->array()[0];
+  EXPECT_EQ(row.find("bytes_per_gpu")->integer(), row.find("bytes")->integer() / 2);
+  EXPECT_EQ(row.find("bytes_padded_per_gpu")->integer(), row.find("bytes_padded")->integer() / 2);
+}
+
+TEST(SizeBadInput, DecodeContextParallelAndMambaGroupsFollowVllmsChecks) {
+  // Qwen3-8B: 8 KV heads, 32 query heads. vLLM needs tp > 8, dcp <= tp / 8 and 4 % dcp == 0.
+  for (const char* bad : {"--tp 8 --dcp 8", "--tp 4 --dcp 2", "--tp 16 --dcp 4"}) {
+    auto r = run_kvsim(std::string("size models/qwen3-8b.json ") + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.out.find("vLLM needs tp > KV heads"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(run_kvsim("size models/qwen3-8b.json --tp 16 --dcp 2").exit_code, 0);
+  // Nemotron-H-8B has 8 Mamba groups: TP 16 does not divide them (vLLM MambaMixer2 asserts).
+  auto m = run_kvsim("size models/nemotron-h-8b.json --tp 16");
+  EXPECT_EQ(m.exit_code, 2);
+  EXPECT_NE(m.out.find("does not divide the 8 Mamba groups"), std::string::npos) << m.out;
+  EXPECT_EQ(run_kvsim("size models/nemotron-h-8b.json --tp 8").exit_code, 0);
+}
+
 TEST(SizeWarnings, ContextPastMaxPositionEmbeddingsSaysWhichRopeScaling) {
   // Gemma-2-9B's shape: 8,192 positions, no rope_scaling. 131,072 / 8,192 = factor 16.
   const std::string p = write_config("gemma-2-9b.json", R"({"model_type": "gemma2", "hidden_size": 3584,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/errors.h"
+#include "sim/model/config_reader.h"
 
 namespace kvsim {
 namespace {
@@ -121,6 +122,26 @@ TEST(WeightsPerGpu, PipelineStagesHoldTheirLayersAndTheEmbeddingEnds) {
   const Parallel pp{1, 1, 1, 3, false};
   EXPECT_EQ(weight_bytes_per_stage(m, DType::kBf16, pp), (std::vector<int64_t>{35213824, 66331648, 35213824}));
   EXPECT_EQ(weight_bytes_per_gpu(m, DType::kBf16, pp), 66331648);
+}
+
+TEST(WeightsPerGpu, AMixedCheckpointShardsItsExpertsInTheirOwnDtype) {
+  // gpt-oss-120b's checkpoint: MXFP4 routed experts, everything else BF16 (modules_to_not_convert).
+  //   experts: 36 layers x 128 x (2880 x 5760 + 2880 x 2880) = 114,661,785,600 params;
+  //            MXFP4 = 4 bits + an E8M0 byte per 32: 57,330,892,800 + 3,583,180,800 = 60,914,073,600 B;
+  //            their BF16 biases 36 x 128 x (5760 + 2880) = 39,813,120 params = 79,626,240 B.
+  //   the rest: 116,829,156,672 - 114,661,785,600 - 39,813,120 = 2,127,557,952 params = 4,255,115,904 B.
+  // DP 8 with EP (EP 8, 16 experts a rank): every rank holds the rest whole and an eighth of the experts:
+  //   4,255,115,904 + (60,914,073,600 + 79,626,240) / 8 = 11,879,328,384 B. (The checkpoint's average
+  //   0.5585 B per parameter gave 9,215,264,765.)
+  const ModelSpec m = read_model_config(std::string(KVSIM_SOURCE_DIR) + "/models/gpt-oss-120b.json");
+  EXPECT_EQ(m.params, 116829156672);
+  EXPECT_EQ(m.checkpoint_expert_bytes, 60914073600 + 79626240);
+  EXPECT_EQ(weight_bytes_per_gpu(m, std::nullopt, Parallel{1, 1, 8, 1, true}), 11879328384);
+  // PP 4 over 36 layers: [9, 9, 9, 9]. Of the rest, two 201,088 x 2880 tables (embedding, LM head:
+  // 579,133,440 params each) and 2,127,557,952 - 1,158,266,880 = 969,291,072 in the layers, a quarter
+  // (242,322,768) a stage. The first stage: (242,322,768 + 579,133,440) x 2 B = 1,642,912,416 B, plus a
+  // quarter of the experts (60,914,073,600 + 79,626,240) / 4 = 15,248,424,960 B.
+  EXPECT_EQ(weight_bytes_per_gpu(m, std::nullopt, Parallel{1, 1, 1, 4, false}), 1642912416 + 15248424960);
 }
 
 TEST(KvPerGpu, PipelineStageStoresOnlyItsLayers) {
