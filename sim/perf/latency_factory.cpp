@@ -92,7 +92,8 @@ std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const
     }
   }
   return std::make_unique<PipelineLatencyModel>(std::move(stages), std::move(sends),
-                                                static_cast<double>(model.hidden_size), overhead, spec.name);
+                                                static_cast<double>(model.hidden_size), overhead, spec.name, plan.tp,
+                                                plan.tp <= plan.node_size() ? plan.intra : plan.inter);
 }
 
 }  // namespace

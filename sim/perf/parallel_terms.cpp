@@ -71,10 +71,22 @@ ParallelTerms::ParallelTerms(const ParallelPlan& plan, double hidden, int topk, 
     intra_fraction_ = (local - 1.0) / ep;
     inter_fraction_ = (ep - local) / ep;
   }
-  // The DP ranks' ring: over the NIC as soon as one DP peer of rank 0 sits on another node.
+  // The DP ranks' ring: over the NICs as soon as one DP peer of rank 0 sits on another node. NCCL spreads
+  // a ring's channels over the NICs of the node's GPUs in it (one each), as for the cross-node TP
+  // all-reduce: min(NVLink, G_dp x NIC) with G_dp of rank 0's DP group on its node (TP 1 x DP 16 on two
+  // nodes: 8 NICs; DP 2 x TP 8: one, each TP index running a ring of its own).
   dp_ring_ = plan.intra;
-  for (int d = 1; d < plan.dp; ++d)
-    if (!same_node(plan, 0, global_rank(plan, d, 0, 0))) dp_ring_ = plan.inter;
+  int local_dp = 0;
+  bool cross = false;
+  for (int d = 0; d < plan.dp; ++d) {
+    const bool here = same_node(plan, 0, global_rank(plan, d, 0, 0));
+    local_dp += here ? 1 : 0;
+    cross = cross || !here;
+  }
+  if (cross) {
+    dp_ring_ = plan.inter;
+    dp_ring_.bandwidth = std::min(plan.intra.bandwidth, local_dp * plan.inter.bandwidth);
+  }
 }
 
 double ParallelTerms::moe_comm_seconds(double tokens) const {

@@ -41,8 +41,14 @@
 // traffic: about a third of NCCL's Tree LL latency across 8 nodes.)
 //
 // Pipeline send between stages (vLLM IntermediateTensors of the decoder models: hidden_states and
-// residual, BF16): 2 * m * h * 2 bytes per boundary for a micro-batch of m tokens, over NVLink when
-// both stages are on one node, else the NIC.
+// residual, BF16): S = 2 * m * h * 2 bytes per boundary for a micro-batch of m tokens; each TP rank sends
+// its S / TP slice over its own link (NVLink when both stages are on one node, else its NIC) and the
+// receiving TP group all-gathers them over NVLink: t = alpha + S / (TP bw) + alpha_nvl + (TP - 1) / TP *
+// S / bw_nvl (vLLM gpu_worker.py send_tensor_dict(..., all_gather_group=get_tp_group())).
+//
+// MoE all-gather / reduce-scatter over the DP ranks (no dispatch / combine kernel): (DP - 1) * N * h * a
+// per GPU per layer each way, over NVLink inside a node; across nodes NCCL spreads the ring's channels
+// over the NICs of the DP group's GPUs on the node: min(bw_nvlink, G_dp * bw_nic).
 #include <string>
 
 #include "sim/model/sizing.h"

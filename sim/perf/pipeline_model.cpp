@@ -14,9 +14,12 @@ int64_t ceil_div(int64_t a, int64_t m) { return (a + m - 1) / m; }
 }  // namespace
 
 PipelineLatencyModel::PipelineLatencyModel(std::vector<PipelineStage> stages, std::vector<LinkCost> sends,
-                                           double hidden, StepOverhead overhead, std::string base_name)
+                                           double hidden, StepOverhead overhead, std::string base_name, int tp,
+                                           LinkCost gather)
     : stages_(std::move(stages)),
       sends_(std::move(sends)),
+      tp_(std::max(tp, 1)),
+      gather_(gather),
       hidden_(hidden),
       overhead_(overhead),
       name_(std::move(base_name)) {
@@ -61,9 +64,12 @@ PipelineBreakdown PipelineLatencyModel::breakdown(const BatchShape& b) const {
     most = std::max(most, t);
   }
   const Duration paced = Duration::ns(most.ns() * r.micro_batches);
-  // vLLM sends hidden_states and residual (IntermediateTensors), BF16.
+  // vLLM sends hidden_states and residual (IntermediateTensors), BF16, each TP rank its 1 / TP slice over
+  // its own link, and the next stage's TP group all-gathers them (gpu_worker.py: send_tensor_dict(...,
+  // all_gather_group=get_tp_group())).
   const double send_bytes = 2.0 * static_cast<double>(mb.num_tokens) * hidden_ * 2.0;
-  for (const LinkCost& l : sends_) r.send_s += l.seconds(send_bytes);
+  const double gather_s = tp_ > 1 ? gather_.seconds((tp_ - 1.0) / tp_ * send_bytes) : 0.0;
+  for (const LinkCost& l : sends_) r.send_s += l.seconds(send_bytes / tp_) + gather_s;
   r.overhead_s = overhead_.fixed_s + overhead_.per_request_s * static_cast<double>(requests);
   r.stage_sum_s = sum.seconds();
   r.stage_max_s = most.seconds();

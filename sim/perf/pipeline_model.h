@@ -54,9 +54,10 @@ struct PipelineBreakdown {
 
 class PipelineLatencyModel final : public ILatencyModel {
  public:
-  // `sends`: one LinkCost per stage boundary (PP - 1).
+  // `sends`: one LinkCost per stage boundary (PP - 1), the link of one TP rank's slice; `gather`: the
+  // receiving TP group's all-gather of the TP slices (tp > 1).
   PipelineLatencyModel(std::vector<PipelineStage> stages, std::vector<LinkCost> sends, double hidden,
-                       StepOverhead overhead, std::string base_name);
+                       StepOverhead overhead, std::string base_name, int tp = 1, LinkCost gather = {});
 
   Duration step_time(const BatchShape& batch) const override { return breakdown(batch).total; }
   std::string name() const override { return name_; }
@@ -67,6 +68,8 @@ class PipelineLatencyModel final : public ILatencyModel {
  private:
   std::vector<PipelineStage> stages_;
   std::vector<LinkCost> sends_;
+  int tp_ = 1;
+  LinkCost gather_;
   double hidden_ = 0;
   StepOverhead overhead_;
   std::string name_;

@@ -62,6 +62,19 @@ TEST(AllToAll, DefaultBackendGathersAndReduceScattersOverDpRanks) {
               expect, 1e-12);
 }
 
+TEST(AllToAll, AGatherAcrossNodesUsesTheNicsOfTheDpGroupOnANode) {
+  // DP 16 x TP 1 over two 8-GPU nodes: rank 0's DP ring has 8 GPUs on each node, whose 8 NICs carry it
+  // (NCCL spreads a ring's channels over them): min(360, 8 x 35 = 280) GB/s at the NIC's 17 us. 400
+  // tokens a rank, h 2048: 15 x 400 x 2048 x 2 B each way per layer.
+  const double bytes = 15 * 400 * 2048 * 2.0;
+  EXPECT_NEAR(ParallelTerms(hgx_plan(1, 16, false, "allgather_reducescatter"), 2048, 8, 128, 48).moe_comm_seconds(400),
+              48 * 2 * (17e-6 + bytes / 280e9), 1e-12);
+  // DP 2 x TP 8: one GPU of each DP ring per node, one NIC: 35 GB/s.
+  const double two = 1 * 400 * 2048 * 2.0;
+  EXPECT_NEAR(ParallelTerms(hgx_plan(8, 2, false, "allgather_reducescatter"), 2048, 8, 128, 48).moe_comm_seconds(400),
+              48 * 2 * (17e-6 + two / 35e9), 1e-12);
+}
+
 TEST(AllToAll, NothingWithoutDataParallelismOrExperts) {
   // TP-only EP combines through the TP all-reduce (vLLM uses all-to-all kernels only when DP > 1).
   EXPECT_EQ(ParallelTerms(hgx_plan(8, 1, true, "deepep_low_latency"), 7168, 8, 256, 58).moe_comm_seconds(64), 0.0);

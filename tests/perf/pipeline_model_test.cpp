@@ -82,6 +82,18 @@ TEST(PipelineBubble, SendsAndOverheadAreAddedOnce) {
   EXPECT_EQ(r.total, Duration::ns(3 * 1040000) + duration_from_seconds(send + 12 * 1e-4) + Duration::ms(2));
 }
 
+TEST(PipelineBubble, EachTpRankSendsItsSliceAndTheNextStageGathersThem) {
+  // TP 8: vLLM sends IntermediateTensors with all_gather_group = the TP group, so each rank sends 1/8 of
+  // the 16,384 B of the test above over its own link and the next stage all-gathers the slices over a
+  // 5 us + 360 GB/s link: per boundary 10 us + 2,048 B / 100 GB/s + 5 us + 7/8 x 16,384 B / 360 GB/s.
+  std::vector<PipelineStage> stages;
+  for (int i = 0; i < 3; ++i) stages.push_back({std::make_unique<LinearStage>(1e-3, 1e-5)});
+  const PipelineLatencyModel m(std::move(stages), std::vector<LinkCost>(2, LinkCost{100e9, 10e-6}), 1024,
+                               StepOverhead{}, "linear", 8, LinkCost{360e9, 5e-6});
+  const double per = 10e-6 + 2048 / 100e9 + 5e-6 + 7.0 / 8 * 16384 / 360e9;
+  EXPECT_NEAR(m.breakdown(decodes(12)).send_s, 2 * per, 1e-15);
+}
+
 TEST(PipelineBubble, MicroBatchSplitsTheAggregatesEvenly) {
   BatchShape b = decodes(10);
   b.prefill_attn_pairs = 900;
