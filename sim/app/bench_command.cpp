@@ -163,7 +163,14 @@ int run_bench_command(const std::vector<std::string>& args, std::ostream& out) {
     out << desc << "\n";
     return 0;
   }
-  if (vm.count("suite")) return run_suite(out);
+  if (vm.count("suite")) {
+    // The suite runs its own cases: another option would be read and ignored.
+    for (const char* o : {"set", "out", "report"})
+      if (vm.count(o)) throw InputError(std::string("bench: --") + o + " does not combine with --suite");
+    if (!vm["scenario"].defaulted()) throw InputError("bench: --scenario does not combine with --suite");
+    if (!vm["repeat"].defaulted()) throw InputError("bench: --repeat does not combine with --suite");
+    return run_suite(out);
+  }
   constexpr int kMaxRepeat = 1000;
   const int repeat = vm["repeat"].as<int>();
   if (repeat < 1 || repeat > kMaxRepeat)

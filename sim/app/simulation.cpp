@@ -69,10 +69,18 @@ const GpuSpec& lookup_gpu(const HardwareCatalog& hw, const std::string& name, co
 // cluster.topology: a name in <hardware_dir>/../topologies, or a path to a YAML file.
 std::string topology_file(const Scenario& s) {
   const std::string& t = s.cluster.topology;
-  if (t.find('/') != std::string::npos || t.ends_with(".yaml")) return t;
   std::filesystem::path dir = std::filesystem::path(s.hardware_dir).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();
-  const std::string path = topology_path(t, (dir.parent_path() / "topologies").string());
+  const std::string bundled = (dir.parent_path() / "topologies").string();
+  if (t.find('/') != std::string::npos || t.ends_with(".yaml")) {
+    if (std::filesystem::exists(t)) return t;
+    // "hgx-h100-1node.yaml": a bundled topology's file name.
+    const std::string named = bundled + "/" + t;
+    if (t.find('/') == std::string::npos && std::filesystem::exists(named)) return named;
+    throw InputError(s.path + ": cluster.topology: " + t + " does not exist (relative paths resolve against the " +
+                     "scenario's folder, its parents, then the current directory)");
+  }
+  const std::string path = topology_path(t, bundled);
   if (!std::filesystem::exists(path))
     throw InputError(s.path + ": cluster.topology: no topology '" + t + "' (" + path + " does not exist)");
   return path;

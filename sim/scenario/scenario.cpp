@@ -84,6 +84,8 @@ class Reader {
     try {
       size_t used = 0;
       const std::string s = n.Scalar();
+      // Decimal only: stod would read "0x10" as 16, "inf" and "nan" too.
+      if (s.find_first_not_of("0123456789+-.eE") != std::string::npos) throw std::invalid_argument(s);
       double v = std::stod(s, &used);
       if (used != s.size() || !std::isfinite(v)) throw std::invalid_argument(s);
       return v;
@@ -785,6 +787,9 @@ Scenario parse_scenario(const std::string& text, const std::string& source, cons
   s.model = resolve_input_path(s.model, source);
   s.hardware_dir = resolve_input_path(s.hardware_dir, source);
   if (s.workload.trace) s.workload.trace->path = resolve_input_path(s.workload.trace->path, source);
+  // A topology given as a file (a path, or a name ending in .yaml) resolves like the other inputs.
+  if (s.cluster.topology.find('/') != std::string::npos || s.cluster.topology.ends_with(".yaml"))
+    s.cluster.topology = resolve_input_path(s.cluster.topology, source);
   YAML::Emitter em;
   em << root;
   s.resolved_yaml = em.c_str();

@@ -42,6 +42,23 @@ TEST(ScenarioPaths, RelativeInputPathsResolveAgainstTheScenarioFolderThenItsPare
   fs::remove_all(root);
 }
 
+TEST(ScenarioPaths, ATopologyFileResolvesLikeTheOtherInputs) {
+  // cluster.topology given as a file beside the scenario was read from the current directory only.
+  const fs::path root = fs::temp_directory_path() / "kvsim-scenario-topology";
+  fs::remove_all(root);
+  write(root / "topo-chain.yaml", "kind: topology\n");
+  write(root / "a.yaml", std::string("model: m.json\ngpu: h100-sxm\ncluster:\n  topology: topo-chain.yaml\n") +
+                             "  pools: [{name: p, role: colocated, instances: 1}]\n" +
+                             "workload:\n  synthetic: {kind: poisson, rate: 1, num_requests: 1}\n");
+  EXPECT_EQ(load_scenario((root / "a.yaml").string()).cluster.topology, (root / "topo-chain.yaml").string());
+  // A bare name stays a name (models/topologies/<name>.yaml).
+  write(root / "b.yaml", std::string("model: m.json\ngpu: h100-sxm\ncluster:\n  topology: hgx-h100-1node\n") +
+                             "  pools: [{name: p, role: colocated, instances: 1}]\n" +
+                             "workload:\n  synthetic: {kind: poisson, rate: 1, num_requests: 1}\n");
+  EXPECT_EQ(load_scenario((root / "b.yaml").string()).cluster.topology, "hgx-h100-1node");
+  fs::remove_all(root);
+}
+
 TEST(ScenarioPaths, TheBundledQuickstartRunsFromAnotherWorkingDirectory) {
   // scenarios/quickstart.yaml names models/qwen3-8b.json and a trace under traces/, relative to the
   // repository root, which is a parent of the scenario's folder; the default hardware_dir too.
