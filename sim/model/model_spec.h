@@ -4,6 +4,7 @@
 // block sizes, capacity) is derived in sizing.h from this struct alone.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/model/dtype.h"
@@ -144,6 +145,14 @@ struct ModelSpec {
   // Of those, the routed experts' (their weights, scales and biases as stored): what expert parallelism
   // shards, in a dtype that may differ from the rest (gpt-oss: MXFP4 experts, BF16 attention).
   int64_t checkpoint_expert_bytes = 0;
+  // Parts tensor parallelism does not split evenly (their parameters and stored bytes): modules every TP
+  // rank holds whole (ReplicatedLinear, norms, routers), and K / V projections by KV heads (split over
+  // min(TP, heads) ranks).
+  struct WeightPart {
+    int64_t params = 0, bytes = 0;
+  };
+  WeightPart tp_replicated;
+  std::vector<std::pair<int, WeightPart>> kv_projections;
 
   int count(LayerKind k) const;
   bool is_hybrid() const;  // attention layers and state layers both present

@@ -102,7 +102,7 @@ int64_t weight_bytes_per_gpu(const ModelSpec& m, std::optional<DType> weight, co
 
 std::vector<int64_t> weight_bytes_per_stage(const ModelSpec& m, std::optional<DType> weight, const Parallel& par) {
   const int64_t total = weight_bytes(m, weight);
-  if (par.dp == 1 && par.pp == 1 && !par.expert_parallel) return {(total + par.tp - 1) / par.tp};
+  if (par.tp == 1 && par.dp == 1 && par.pp == 1 && !par.expert_parallel) return {total};
   const double n = static_cast<double>(m.params + m.vision_params);
   const double table = static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
   double experts = static_cast<double>(expert_params(m));
@@ -113,13 +113,28 @@ std::vector<int64_t> weight_bytes_per_stage(const ModelSpec& m, std::optional<DT
   // checkpoint's average under-counted the parts every DP rank or stage holds whole (gpt-oss at DP 8 x
   // EP: 9.2 GB per GPU where BF16 attention + 16 of 128 MXFP4 experts are 11.9 GB).
   double body_b = n > 0 ? static_cast<double>(total) / n : 0.0, expert_b = body_b, table_b = body_b;
-  if (!weight && m.checkpoint_expert_bytes > 0 && experts > 0) {
+  if (!weight) {
     table_b = 2.0;
-    expert_b = static_cast<double>(m.checkpoint_expert_bytes) / experts;
+    if (experts > 0) expert_b = static_cast<double>(m.checkpoint_expert_bytes) / experts;
     const double rest = static_cast<double>(total) - static_cast<double>(m.checkpoint_expert_bytes) -
                         2.0 * (static_cast<double>(embedding_params(m)) + static_cast<double>(m.vision_params));
     body_b = body > 0 ? rest / body : 0.0;
   }
+  // One TP rank's bytes of a fraction f of the layer body: modules vLLM keeps whole (ReplicatedLinear,
+  // norms, routers) on every rank, K / V projections over min(TP, KV heads) ranks, the rest over TP
+  // (DeepSeek-V3 at TP 8: its replicated a-projections and routers add 1.0 GB a GPU to total / 8).
+  const auto part_bytes = [&](const ModelSpec::WeightPart& p) {
+    return weight ? static_cast<double>(p.params) * body_b : static_cast<double>(p.bytes);
+  };
+  const auto body_rank = [&](double f) {
+    const double whole = f * part_bytes(m.tp_replicated);
+    double kv_rank = 0, kv_all = 0;
+    for (const auto& [heads, p] : m.kv_projections) {
+      kv_all += f * part_bytes(p);
+      kv_rank += f * part_bytes(p) / std::min(par.tp, std::max(heads, 1));
+    }
+    return whole + kv_rank + (f * body * body_b - whole - kv_all) / par.tp;
+  };
   const int layers = static_cast<int>(m.layers.size());
   const int moe_total = moe_layers_in(m, 0, layers);
   // The busiest expert rank: ceil(E / EP) experts, each split moe_tp ways (1 / (DP x TP) without EP).
@@ -128,7 +143,7 @@ std::vector<int64_t> weight_bytes_per_stage(const ModelSpec& m, std::optional<DT
   std::vector<int64_t> out;
   for (size_t i = 0; i < stages.size(); ++i) {
     const bool first = i == 0, last = i + 1 == stages.size();
-    const double dense = body * stages[i].count / std::max(layers, 1);
+    const double f = static_cast<double>(stages[i].count) / std::max(layers, 1);
     double tables = 0;  // embedding, LM head, vision tower
     if (first && last)
       tables = static_cast<double>(embedding_params(m)) + static_cast<double>(m.vision_params);
@@ -138,7 +153,7 @@ std::vector<int64_t> weight_bytes_per_stage(const ModelSpec& m, std::optional<DT
       tables = table;  // the LM head (with tied embeddings, vLLM's last stage keeps its own copy)
     const double moe = moe_total > 0 ? experts * moe_layers_in(m, stages[i].first, stages[i].count) / moe_total : 0.0;
     out.push_back(
-        static_cast<int64_t>(std::ceil((body_b * dense + table_b * tables) / par.tp + expert_b * moe * expert_share)));
+        static_cast<int64_t>(std::ceil(body_rank(f) + table_b * tables / par.tp + expert_b * moe * expert_share)));
   }
   return out;
 }

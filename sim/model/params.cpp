@@ -32,11 +32,12 @@ int64_t attention_params(const ModelSpec& s, const LayerSpec& l, const JsonValue
   const bool gated = mt == "qwen3_next" || flag(c, "attn_output_gate");
   // Gemma-4 global layers with attention_k_eq_v have no v_proj: values are the keys.
   const int64_t kv_proj = l.attn.k_eq_v ? 1 : 2;
+  const int kvh = static_cast<int>(kv);
   int64_t p = w.linear(at + "self_attn.q_proj", H * hd * (gated ? 2 : 1), h) +
-              w.linear(at + "self_attn.k_proj", kv * hd, h) + w.linear(at + "self_attn.o_proj", h, H * hd);
-  if (!l.attn.k_eq_v) p += w.linear(at + "self_attn.v_proj", kv * hd, h);
+              w.kv_linear(at + "self_attn.k_proj", kv * hd, h, kvh) + w.linear(at + "self_attn.o_proj", h, H * hd);
+  if (!l.attn.k_eq_v) p += w.kv_linear(at + "self_attn.v_proj", kv * hd, h, kvh);
   if (flag(c, "attention_bias")) p += w.other(H * hd + kv_proj * kv * hd + h);  // qkv and o biases (gpt-oss)
-  if (starts_with(mt, "qwen3")) p += w.other(2 * hd);                           // q_norm, k_norm
+  if (starts_with(mt, "qwen3")) p += w.replicated_other(2 * hd);                // q_norm, k_norm
   if (mt == "gpt_oss") p += w.other(H);                                         // attention sinks
   return p;
 }
@@ -48,17 +49,20 @@ int64_t mla_params(const ModelSpec& s, const LayerSpec& l, const JsonValue& c, W
   const std::string a = at + "self_attn.";
   int64_t p = 0;
   if (q_lora > 0)
-    p += w.linear(a + "q_a_proj", q_lora, h) + w.other(q_lora) /*q_a_layernorm*/ +
+    p += w.replicated(a + "q_a_proj", q_lora, h) + w.replicated_other(q_lora) /*q_a_layernorm*/ +
          w.linear(a + "q_b_proj", H * (nope + rope), q_lora);
   else
     p += w.linear(a + "q_proj", H * (nope + rope), h);
-  p += w.linear(a + "kv_a_proj_with_mqa", r + rope, h) + w.other(r) /*kv_a_layernorm*/ +
+  // vLLM deepseek_v2.py: the a-projections are ReplicatedLinear (whole on every TP rank), so is the
+  // sparse indexer ("no tensor parallel, just replicated"), whose weights_proj stays BF16 (quant_config
+  // None) whatever the checkpoint's scheme.
+  p += w.replicated(a + "kv_a_proj_with_mqa", r + rope, h) + w.replicated_other(r) /*kv_a_layernorm*/ +
        w.linear(a + "kv_b_proj", H * (nope + v), r) + w.linear(a + "o_proj", h, H * v);
   if (l.kind == LayerKind::kSparseMla) {
     // Lightning indexer: wq_b, wk, k_norm (LayerNorm weight + bias), weights_proj.
     const int64_t ih = get(c, "index_n_heads", 64), id = l.attn.index_head_dim;
-    p += w.linear(a + "indexer.wq_b", ih * id, q_lora) + w.linear(a + "indexer.wk", id, h) + w.other(2 * id) +
-         w.linear(a + "indexer.weights_proj", ih, h);
+    p += w.replicated(a + "indexer.wq_b", ih * id, q_lora) + w.replicated(a + "indexer.wk", id, h) +
+         w.replicated_other(2 * id) + w.replicated_other(ih * h) /*weights_proj*/;
   }
   return p;
 }
@@ -119,23 +123,23 @@ int64_t ffn_params(const ModelSpec& s, const LayerSpec& l, const JsonValue& c, i
   const int64_t E = s.num_experts, k = s.experts_per_token, mi = s.moe_intermediate_size;
   const std::string ex = at + "mlp.experts.";
   int64_t experts = 0;
-  int64_t router = w.other(h * E);  // routers stay in the checkpoint dtype
+  int64_t router = w.replicated_other(h * E);  // routers stay in 16 bits, whole on every TP rank
   if (mt == "gpt_oss") {
     // gate_up and down with biases
     experts = w.linear(ex + "gate_up_proj", 2 * mi, h, E) + w.expert_other(E * 2 * mi) +
               w.linear(ex + "down_proj", h, mi, E) + w.expert_other(E * h);
-    router += w.other(E);
+    router += w.replicated_other(E);
   } else {
     experts = w.linear(ex + "gate_proj", mi, h, E) + w.linear(ex + "up_proj", mi, h, E) +
               w.linear(ex + "down_proj", h, mi, E);
   }
-  if (c.find("n_routed_experts")) router += w.other(E);  // DeepSeek e_score_correction_bias
+  if (c.find("n_routed_experts")) router += w.replicated_other(E);  // DeepSeek e_score_correction_bias
   int64_t shared = 0;
   if (const int64_t si = s.shared_expert_intermediate_size; si > 0) {
     const std::string sh =
         at + (mt == "qwen3_next" || starts_with(mt, "qwen2_moe") ? "mlp.shared_expert." : "mlp.shared_experts.");
     shared = w.linear(sh + "gate_proj", si, h) + w.linear(sh + "up_proj", si, h) + w.linear(sh + "down_proj", h, si);
-    if (mt == "qwen3_next") shared += w.other(h);  // shared_expert_gate
+    if (mt == "qwen3_next") shared += w.replicated_other(h);  // shared_expert_gate
   }
   *inactive += (E - k) * (experts / E);
   return router + experts + shared;
@@ -196,8 +200,8 @@ void count_params(const JsonValue& doc, const JsonValue& c, ModelSpec& s) {
   Counts n;
   // Embedding and lm_head stay in 16 bits under every scheme kvsim reads (vLLM quantises neither).
   n.total = w.other(s.vocab_size * h * (s.tie_word_embeddings ? 1 : 2));
-  n.total += w.other(layer_norm_bias ? 2 * h : h);         // final norm
-  if (starts_with(mt, "rwkv")) n.total += w.other(2 * h);  // ln0 before the first block
+  n.total += w.replicated_other(layer_norm_bias ? 2 * h : h);  // final norm
+  if (starts_with(mt, "rwkv")) n.total += w.other(2 * h);      // ln0 before the first block
   for (size_t i = 0; i < s.layers.size(); ++i) {
     const LayerSpec& l = s.layers[i];
     const std::string at = "model.layers." + std::to_string(i) + ".";
@@ -224,12 +228,13 @@ void count_params(const JsonValue& doc, const JsonValue& c, ModelSpec& s) {
         break;
     }
     p += ffn_params(s, l, c, &n.inactive, w, at);
+    // Norms: whole on every TP rank.
     if (mt == "nemotron_h")
-      p += w.other(h);  // one RMSNorm per block
+      p += w.replicated_other(h);  // one RMSNorm per block
     else if (mt == "RefinedWebModel" || mt == "RefinedWeb" || mt == "falcon")
-      p += w.other(2 * h);  // parallel attention: one LayerNorm with bias
+      p += w.replicated_other(2 * h);  // parallel attention: one LayerNorm with bias
     else if (l.kind != LayerKind::kRwkv6)
-      p += w.other(2 * h);  // input and post-attention RMSNorms
+      p += w.replicated_other(2 * h);  // input and post-attention RMSNorms
     // The reader bounds every size so one layer's count fits; the sum over layers is checked.
     if (__builtin_add_overflow(n.total, p, &n.total) || n.total > kMaxParams || n.inactive > kMaxParams)
       throw InputError(s.path + ": the sizes give over " + std::to_string(kMaxParams) +
@@ -248,6 +253,10 @@ void count_params(const JsonValue& doc, const JsonValue& c, ModelSpec& s) {
   s.quantized_dense_params = w.quantized_dense_params();
   s.checkpoint_weight_bytes = (s.params + s.vision_params - s.quantized_params) * 2 + (w.quantized_bits() + 7) / 8;
   s.checkpoint_expert_bytes = w.expert_bytes();
+  s.tp_replicated = {w.replicated_part().params, (w.replicated_part().bits + 7) / 8};
+  s.kv_projections.clear();
+  for (const auto& [heads, part] : w.kv_parts())
+    s.kv_projections.push_back({heads, {part.params, (part.bits + 7) / 8}});
 }
 
 }  // namespace kvsim

@@ -290,4 +290,16 @@ int64_t WeightTally::expert_other(int64_t n) {
   return other(n);
 }
 
+int64_t WeightTally::replicated(const std::string& module, int64_t out, int64_t in) {
+  return tally_into(replicated_, [&] { return linear(module, out, in); });
+}
+
+int64_t WeightTally::replicated_other(int64_t n) {
+  return tally_into(replicated_, [&] { return other(n); });
+}
+
+int64_t WeightTally::kv_linear(const std::string& module, int64_t out, int64_t in, int kv_heads) {
+  return tally_into(kv_[kv_heads], [&] { return linear(module, out, in); });
+}
+
 }  // namespace kvsim

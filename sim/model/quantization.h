@@ -15,6 +15,7 @@
 // model.layers.3.mlp.experts.gate_up_proj); a multimodal checkpoint's "language_model." prefix is
 // tried too.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,13 @@ class WeightTally {
   int64_t other(int64_t n);
   // The same for 16-bit parameters of the routed experts (gpt-oss's expert biases).
   int64_t expert_other(int64_t n);
+  // Modules every TP rank holds whole (vLLM ReplicatedLinear: MLA's q_a / kv_a projections, the sparse
+  // indexer; routers and norms): a linear layer as linear(), and 16-bit parameters as other().
+  int64_t replicated(const std::string& module, int64_t out, int64_t in);
+  int64_t replicated_other(int64_t n);
+  // A K or V projection of `kv_heads` heads (vLLM QKVParallelLinear: split over min(TP, heads) ranks, a
+  // head copied on TP / heads ranks beyond that).
+  int64_t kv_linear(const std::string& module, int64_t out, int64_t in, int kv_heads);
 
   int64_t quantized_params() const { return quantized_; }
   // Of those, the ones outside stacked experts (linear() calls with copies == 1: attention, dense MLPs,
@@ -68,6 +76,11 @@ class WeightTally {
   // Bytes of the routed experts as stored (linear() calls with copies > 1 and expert_other()): the part
   // of the weights that expert parallelism shards, in their own dtype.
   int64_t expert_bytes() const { return expert_kept_ * 2 + (expert_quantized_bits_ + 7) / 8; }
+  struct Part {
+    int64_t params = 0, bits = 0;
+  };
+  const Part& replicated_part() const { return replicated_; }
+  const std::map<int, Part>& kv_parts() const { return kv_; }  // by KV heads
 
  private:
   struct Group {
@@ -84,6 +97,17 @@ class WeightTally {
   int64_t kept_ = 0;
   int64_t quantized_bits_ = 0;
   int64_t expert_kept_ = 0, expert_quantized_bits_ = 0;
+  Part replicated_;
+  std::map<int, Part> kv_;
+  // Adds what `f` tallies (params and bits, 16 per kept parameter) to `part`.
+  template <typename F>
+  int64_t tally_into(Part& part, F f) {
+    const int64_t bits0 = quantized_bits_, kept0 = kept_;
+    const int64_t n = f();
+    part.params += n;
+    part.bits += (quantized_bits_ - bits0) + (kept_ - kept0) * 16;
+    return n;
+  }
 };
 
 }  // namespace kvsim

@@ -227,7 +227,10 @@ TEST(SizeLayout, EpTimesMoeTpPerGpu) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const JsonValue m = parse_json(r.out, "stdout").array()[0];
   EXPECT_EQ(m.find("weight_bytes")->integer(), 61064245248LL);
-  EXPECT_EQ(m.find("per_gpu")->find("weight_bytes")->integer(), 61064245248LL / 4);
+  // A quarter of everything, plus three quarters of what every TP rank holds whole: per layer the two
+  // RMSNorms (2 x 2048), q_norm and k_norm (2 x 128) and the router (2048 x 128), 266,496 params x 48
+  // layers + the final norm 2048 = 12,793,856 params = 25,587,712 B; 4 KV heads split over TP 4 evenly.
+  EXPECT_EQ(m.find("per_gpu")->find("weight_bytes")->integer(), 61064245248LL / 4 + 25587712LL * 3 / 4);
   auto text = run_kvsim("size models/qwen3-30b-a3b.json --tp 4 --ep 2 --engine sglang --context 8192");
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find("ep 2 x moe-tp 2 (64 experts per rank)"), std::string::npos) << text.out;

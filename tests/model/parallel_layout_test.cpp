@@ -144,6 +144,22 @@ TEST(WeightsPerGpu, AMixedCheckpointShardsItsExpertsInTheirOwnDtype) {
   EXPECT_EQ(weight_bytes_per_gpu(m, std::nullopt, Parallel{1, 1, 1, 4, false}), 1642912416 + 15248424960);
 }
 
+TEST(WeightsPerGpu, TensorParallelKeepsReplicatedModulesWholeOnEveryRank) {
+  // DeepSeek-V3 at TP 8 (FP8 block-scaled, 128 x 128 FP32 scales): vLLM builds q_a_proj and
+  // kv_a_proj_with_mqa as ReplicatedLinear, the router as a replicated gate, and every rank has the
+  // norms. Per layer (61): q_a 7168 x 1536 and kv_a 7168 x 576 in FP8 = 15,138,816 B + scales
+  // (12 x 56 + 5 x 56) x 4 = 3,808 B; norms 2 x 7168 + 1536 + 512 = 16,384 params = 32,768 B. Per MoE
+  // layer (58): router 256 x 7168 + bias 256 = 1,835,264 params = 3,670,528 B. Final norm 14,336 B.
+  //   R = 61 x (15,138,816 + 3,808 + 32,768) + 58 x 3,670,528 + 14,336 = 1,138,603,872 B
+  // Per GPU: total / 8 + R x 7 / 8 (the K / V projections are MLA's, inside the rest).
+  const ModelSpec m = read_model_config(std::string(KVSIM_SOURCE_DIR) + "/models/deepseek-v3.json");
+  const int64_t total = 673150582112, r = 61LL * (15138816 + 3808 + 32768) + 58LL * 3670528 + 14336;
+  EXPECT_EQ(m.checkpoint_weight_bytes, total);
+  EXPECT_EQ(m.tp_replicated.bytes, r);
+  EXPECT_NEAR(static_cast<double>(weight_bytes_per_gpu(m, std::nullopt, Parallel{8, 1})),
+              static_cast<double>(total) / 8 + static_cast<double>(r) * 7 / 8, 1.0);
+}
+
 TEST(KvPerGpu, PipelineStageStoresOnlyItsLayers) {
   const ModelSpec m = toy_moe();
   // 2 KV heads x 128 x 2 (K, V) x 2 B = 1,024 B per layer per token; 4 layers 4,096 B.
