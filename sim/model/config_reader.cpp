@@ -350,7 +350,7 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
           w = static_cast<int>(window);  // one sliding_window applies to every layer
         } else if (c.boolean_or("use_sliding_window", false)) {
           // Qwen2-style: layers at or beyond max_window_layers slide.
-          w = (i >= c.integer_or("max_window_layers", 0)) ? static_cast<int>(window) : 0;
+          w = (i >= c.integer_or("max_window_layers", 0, 0, n)) ? static_cast<int>(window) : 0;
         }
       }
       spec.layers[i] = attention_layer(a, w);
@@ -393,6 +393,9 @@ void read_rope(const ConfigView& c, ModelSpec& spec) {
 ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const std::string& name) {
   if (!doc.is_object()) throw InputError(source + ": a model config must be a JSON object");
   const JsonValue* text = doc.find("text_config");
+  // A text_config that is not an object was ignored, the outer keys read instead.
+  if (text && !text->is_null() && !text->is_object())
+    throw InputError(source + ": text_config: must be an object (the language model's keys)");
   const JsonValue& cfg = (text && text->is_object()) ? *text : doc;
   ModelSpec spec;
   spec.name = name;

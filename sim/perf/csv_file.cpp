@@ -17,8 +17,8 @@ namespace {
 
 std::vector<std::string> split_line(const std::string& line, const std::string& source, int lineno) {
   std::vector<std::string> out;
-  if (!split_csv_fields(line, out))
-    throw InputError(source + ":" + std::to_string(lineno) + ": unterminated quoted field");
+  if (const std::string why = split_csv_fields(line, out); !why.empty())
+    throw InputError(source + ":" + std::to_string(lineno) + ": " + why);
   return out;
 }
 

@@ -143,7 +143,9 @@ GpuSpec read_gpu(MapReader& r, const std::string& stem) {
     r.fail(r.key_path("name"), "must match the file name '" + stem + "' (got " + quote_for_message(g.name) + ")");
   g.display_name = r.scalar("display_name");
   g.memory_bytes = parse_bytes(r.scalar("memory"), r.where("memory"));
-  if (g.memory_bytes <= 0) r.fail(r.key_path("memory"), "must be > 0");
+  // A GPU below 1 GiB is a missing unit (81559 was read as 81,559 bytes and then blamed on activation_reserve).
+  if (g.memory_bytes < (int64_t{1} << 30))
+    r.fail(r.key_path("memory"), "must be at least 1 GiB (got " + r.scalar("memory") + "; a size needs a unit: 80GiB)");
   g.bf16_flops = parse_flops(r.scalar("bf16_flops"), r.where("bf16_flops"));
   g.fp8_flops = parse_flops_or_none(r, "fp8_flops");
   g.fp4_flops = parse_flops_or_none(r, "fp4_flops");

@@ -16,7 +16,7 @@ namespace {
 
 // The line's fields into `out` (the vector reused from line to line).
 void split_csv(std::string_view line, std::vector<std::string>& out) {
-  if (!split_csv_fields(line, out)) throw BadLine("unterminated double quote");
+  if (const std::string why = split_csv_fields(line, out); !why.empty()) throw BadLine(why);
 }
 
 // Fields are unquoted already (split_csv_fields); blanks around them are not part of the value.
@@ -66,6 +66,12 @@ class AzureReader final : public TraceReader {
  private:
   // The header is not a request line: a bad header is fatal even with skip_bad_lines.
   void read_header(const std::vector<std::string>& cols) {
+    // A column named twice: the first would be read and the second ignored.
+    for (size_t i = 0; i < cols.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (!trim(cols[i]).empty() && trim(cols[i]) == trim(cols[j]))
+          throw InputError(config().path + ":" + std::to_string(line_number()) + ": header: column '" +
+                           std::string(trim(cols[i])) + "' appears twice");
     auto find = [&](std::string_view name) -> size_t {
       for (size_t i = 0; i < cols.size(); ++i)
         if (trim(cols[i]) == name) return i;
