@@ -106,6 +106,8 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   // from the state page, so a user cannot ask for a size directly; whole multiples of the rule's block
   // keep every group's page equal (the rule's invariant) and are what a block-size sweep of a hybrid
   // can vary.
+  if (e.block_size > (1 << 24))
+    throw InputError(key + "block_size: must be at most 2^24 tokens (got " + std::to_string(e.block_size) + ")");
   if (e.block_size_multiplier < 1 || static_cast<int64_t>(block) * e.block_size_multiplier > (1 << 24))
     throw InputError(key + "block_size_multiplier: must be >= 1 and keep the block size (" + std::to_string(block) +
                      " x multiplier) at most 2^24 tokens (got " + std::to_string(e.block_size_multiplier) + ")");
@@ -142,6 +144,12 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   }
   if (e.num_gpu_blocks) {
     c.layout.num_blocks = *e.num_gpu_blocks;  // vLLM num_gpu_blocks_override
+  } else if (c.layout.num_blocks < 2 && available > 0 && c.layout.bytes_per_block * 2 > available) {
+    // Room for a cache, but not for two blocks of this size (the null block and one more).
+    throw InputError(key + (e.block_size_multiplier > 1 ? "block_size_multiplier" : "block_size") + ": one block of " +
+                     std::to_string(block) + " tokens takes " + format_bytes(c.layout.bytes_per_block) + ", and the " +
+                     format_bytes(available) +
+                     " left for the KV cache hold fewer than two (vLLM's null block and one more)");
   } else if (c.layout.num_blocks < 2) {
     // The key to blame: the memory fraction the user set, when the whole GPU would have held a KV cache;
     // else the GPU (too small for these weights at this layout).

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -108,12 +109,19 @@ void read_explicit(Keys& top, TopologySpec& spec) {
     Keys v(vs[i], top.file(), "vertices[" + std::to_string(i) + "]");
     TopologySpec::Vertex out;
     out.name = v.scalar("name");
+    // Names appear in links, placements and reports: printable characters only (a newline split the
+    // report's link lines).
+    if (out.name.empty() || std::any_of(out.name.begin(), out.name.end(),
+                                        [](char c) { return static_cast<unsigned char>(c) < 0x21 || c == 0x7f; }))
+      v.fail(v.at("name"),
+             "must be a non-empty name without blanks or control characters (got " + quote_for_message(out.name) + ")");
     const std::string kind = v.scalar("kind");
     auto k = vertex_kind_from_name(kind);
     if (!k)
       v.fail(v.at("kind"), "unknown vertex kind " + quote_for_message(kind) + " (known: " + known_vertex_kinds() + ")");
     out.kind = *k;
-    if (v.has("node")) out.node = static_cast<int>(v.integer("node", 0, 1 << 20));
+    // -1: shared by every node (a remote store), the value a vertex without the key has.
+    if (v.has("node")) out.node = static_cast<int>(v.integer("node", -1, 1 << 20));
     v.finish();
     spec.vertices.push_back(std::move(out));
   }
