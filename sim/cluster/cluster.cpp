@@ -41,7 +41,7 @@ Cluster::Cluster(SimContext& ctx, IRequestSource& source, std::vector<EngineInst
     info_.push_back(in);
     candidates_.push_back(static_cast<int>(i));
     const int id = static_cast<int>(i);
-    e.set_on_done([this, id](RequestId rid, bool) { on_done(id, rid); });
+    e.set_on_done([this, id](RequestId rid, bool finished) { on_done(id, rid, finished); });
     e.set_on_first_token([this, id](RequestId rid) { router_->on_first_token(rid, id); });
   }
   reports_.resize(instances_.size());
@@ -226,7 +226,7 @@ void Cluster::set_disaggregation(const DisaggregationSetup* setup) {
     } else {
       candidates_.push_back(id);
       e.set_on_remote_wait([this, id](RequestId rid, int slot, int64_t hit) { start_pull(id, rid, slot, hit); });
-      e.set_on_done([this, id](RequestId rid, bool) { on_decode_done(id, rid); });
+      e.set_on_done([this, id](RequestId rid, bool finished) { on_decode_done(id, rid, finished); });
     }
   }
   KVSIM_CHECK(!candidates_.empty() && !prefill_candidates_.empty(), "a disaggregated cluster needs both roles");
@@ -317,7 +317,7 @@ void Cluster::on_prefill_rejected(int prefill, RequestId id) {
   router_->on_finished(prefill_stage(id), prefill);
   const int decode = it->second.decode;
   pending_.erase(it);
-  on_done(decode, id);
+  on_done(decode, id, false);
 }
 
 void Cluster::start_pull(int decode, RequestId id, int slot, int64_t local_hit) {
@@ -389,7 +389,7 @@ void Cluster::finish_pull(int64_t id) {
   instances_[static_cast<size_t>(decode)]->remote_kv_loaded(decode_slot, start, ctx_.now(), bytes, prefill_done);
 }
 
-void Cluster::on_decode_done(int decode, RequestId id) {
+void Cluster::on_decode_done(int decode, RequestId id, bool finished) {
   auto it = pending_.find(id.value());
   if (it != pending_.end()) {
     // Refused by the decode instance before its pull: the prefill side frees at once (or, with layer-wise
@@ -402,7 +402,7 @@ void Cluster::on_decode_done(int decode, RequestId id) {
       it->second.decode_left = true;
     }
   }
-  on_done(decode, id);
+  on_done(decode, id, finished);
 }
 
 void Cluster::schedule_link_sample(SimTime at) {
@@ -425,10 +425,18 @@ void Cluster::on_link_sample() {
     schedule_link_sample(ctx_.now() + duration_from_seconds(disagg_->settings.utilisation_interval_s));
 }
 
-void Cluster::on_done(int instance, RequestId id) {
+void Cluster::on_done(int instance, RequestId id, bool finished) {
   ++done_;
   router_->on_finished(id, instance);
   if (progress_) progress_(done_, ctx_.now());
+  // A conversation's next turn, sent once this one's answer is in (or none: the source decides).
+  if (std::optional<RequestSpec> next = source_.follow_up(id, ctx_.now(), finished)) {
+    KVSIM_CHECK(next->arrival >= ctx_.now(), "follow-up of request " << id.value() << " arrives before it ended");
+    const int64_t nid = next->id.value();
+    const SimTime at = next->arrival;
+    KVSIM_CHECK(in_transit_.emplace(nid, std::move(*next)).second, "follow-up " << nid << " sent twice");
+    ctx_.queue.schedule(at, Phase::kArrival, kTagArrival, [this, nid] { on_turnaround_done(nid); });
+  }
   if (closed_loop_ > 0 && slot_free()) schedule_next_arrival();
 }
 

@@ -122,7 +122,7 @@ class Cluster final : private IClusterView {
   // Closed loop: a slot is free (requests in flight, or on their way after a client turnaround, < C).
   bool slot_free() const { return submitted_ + static_cast<int64_t>(in_transit_.size()) - done_ < closed_loop_; }
   void on_delayed_submit();
-  void on_done(int instance, RequestId id);
+  void on_done(int instance, RequestId id, bool finished);
   // Disaggregation.
   void submit_to(int instance, RequestSpec spec, RemoteKv remote);
   void route_disaggregated(RequestSpec spec);
@@ -131,7 +131,7 @@ class Cluster final : private IClusterView {
   void on_prefill_rejected(int prefill, RequestId id);
   void start_pull(int decode, RequestId id, int slot, int64_t local_hit);
   void on_flow_done(RequestId id, size_t flow);
-  void on_decode_done(int decode, RequestId id);
+  void on_decode_done(int decode, RequestId id, bool finished);
   void schedule_link_sample(SimTime at);
   void on_link_sample();
 

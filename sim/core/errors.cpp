@@ -53,6 +53,12 @@ size_t append_escaped(std::string& out, std::string_view s, size_t limit) {
 
 }  // namespace
 
+std::string without_nul(std::string message) {
+  for (size_t i = message.find('\0'); i != std::string::npos; i = message.find('\0', i + 4))
+    message.replace(i, 1, "\\x00");
+  return message;
+}
+
 std::string quote_for_message(std::string_view text, size_t max_bytes) {
   std::string out = "'";
   const size_t used = append_escaped(out, text, max_bytes);

@@ -8,9 +8,13 @@
 
 namespace kvsim {
 
+// A NUL byte in a message (user text holding one) would end what() there: it is written as \x00.
+std::string without_nul(std::string message);
+
 class InputError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit InputError(const std::string& message) : std::runtime_error(without_nul(message)) {}
+  explicit InputError(const char* message) : std::runtime_error(message) {}
 };
 
 // User text inside a message: quoted as 'text', control characters and bytes that are not valid

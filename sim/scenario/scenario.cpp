@@ -182,10 +182,10 @@ TraceConfig read_trace(const Reader& r, const YAML::Node& n, const std::string& 
 }
 
 SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::string& w) {
-  r.only_keys(n, w,
-              {"kind", "rate", "cv", "num_requests", "duration", "input_tokens", "output_tokens", "groups",
-               "requests_per_group", "prefix_tokens", "suffix_tokens", "concurrency", "order", "turnaround", "sessions",
-               "turns", "think_time", "user_tokens", "system_prompt_tokens"});
+  r.only_keys(n, w, {"kind",          "rate",          "cv",         "num_requests",       "duration",
+                     "input_tokens",  "output_tokens", "groups",     "requests_per_group", "prefix_tokens",
+                     "suffix_tokens", "concurrency",   "order",      "turnaround",         "sessions",
+                     "turns",         "think_time",    "think_from", "user_tokens",        "system_prompt_tokens"});
   SyntheticConfig s;
   auto k = [&](const char* key) { return w + "." + key; };
   if (n["kind"]) s.kind = r.str(n["kind"], k("kind"));
@@ -205,6 +205,12 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
   if (n["sessions"]) s.sessions = r.integer(n["sessions"], k("sessions"), 0);
   if (n["turns"]) s.turns = r.integer(n["turns"], k("turns"), 1);
   if (n["think_time"]) s.think_time = read_dist(r, n["think_time"], k("think_time"), true);
+  if (n["think_from"]) {
+    const std::string f = r.str(n["think_from"], k("think_from"));
+    if (f != "answer" && f != "arrival")
+      r.fail(k("think_from"), "must be answer or arrival (got " + quote_for_message(f) + ")");
+    s.think_from_answer = f == "answer";
+  }
   if (n["user_tokens"]) s.user_tokens = read_dist(r, n["user_tokens"], k("user_tokens"), false, true);
   if (n["system_prompt_tokens"])
     s.system_prompt_tokens = r.integer(n["system_prompt_tokens"], k("system_prompt_tokens"), 0);
@@ -216,7 +222,7 @@ SyntheticConfig read_synthetic(const Reader& r, const YAML::Node& n, const std::
       {"gamma", {"input_tokens", "cv"}},
       {"shared_prefix",
        {"groups", "requests_per_group", "prefix_tokens", "suffix_tokens", "concurrency", "order", "turnaround"}},
-      {"multi_turn", {"sessions", "turns", "think_time", "user_tokens", "system_prompt_tokens"}}};
+      {"multi_turn", {"sessions", "turns", "think_time", "think_from", "user_tokens", "system_prompt_tokens"}}};
   if (const auto own = kKindKeys.find(s.kind); own != kKindKeys.end()) {
     for (const auto& kv : n) {
       const std::string key = kv.first.Scalar();

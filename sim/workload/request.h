@@ -51,6 +51,12 @@ class IRequestSource {
   // finishes (its arrival time is then set by the driver, `turnaround` after the slot is free; the
   // source's own arrival is ignored).
   virtual int closed_loop_concurrency() const { return 0; }
+  // A request the source sends because request `id` ended at `at` (`finished`: it produced its answer,
+  // else it was rejected): a conversation's next turn. Its arrival, set by the source, is >= at; it
+  // arrives then, outside next()'s order. Default: none.
+  virtual std::optional<RequestSpec> follow_up(RequestId /*id*/, SimTime /*at*/, bool /*finished*/) {
+    return std::nullopt;
+  }
 };
 
 }  // namespace kvsim

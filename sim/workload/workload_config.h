@@ -79,9 +79,14 @@ struct SyntheticConfig {
   DistSpec turnaround = DistSpec::fixed(0.0);
 
   // multi_turn
-  int64_t sessions = 1;                         // conversations to start (0 = until duration)
-  int64_t turns = 1;                            // requests per conversation (>= 1)
-  DistSpec think_time = DistSpec::fixed(10.0);  // s between one turn's arrival and the next's
+  int64_t sessions = 1;  // conversations to start (0 = until duration)
+  int64_t turns = 1;     // requests per conversation (>= 1)
+  // s the user thinks before the next turn: from the previous turn's answer (think_from: answer, the
+  // default: the next turn is sent think_time after the previous one finished, as a chat client does),
+  // or from its arrival (think_from: arrival: an open loop that may send a turn before the answer it
+  // re-sends exists).
+  DistSpec think_time = DistSpec::fixed(10.0);
+  bool think_from_answer = true;
   DistSpec user_tokens = DistSpec::fixed(256);  // new user tokens per turn
   int64_t system_prompt_tokens = 0;             // shared by every session's first segment (0 = none)
 };

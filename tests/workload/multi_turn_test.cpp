@@ -2,8 +2,11 @@
 
 #include <map>
 
+#include "sim/cluster/cluster.h"
 #include "sim/core/random.h"
+#include "sim/engine/engine_instance.h"
 #include "sim/workload/content_ids.h"
+#include "tests/engine/engine_test_util.h"
 #include "tests/workload/workload_test_util.h"
 
 namespace kvsim {
@@ -22,6 +25,7 @@ SyntheticConfig conversation() {
   s.user_tokens = DistSpec::fixed(100);
   s.output_tokens = DistSpec::fixed(20);
   s.system_prompt_tokens = 50;
+  s.think_from_answer = false;  // the open loop: next() alone gives every turn
   return s;
 }
 
@@ -108,6 +112,63 @@ TEST(MultiTurn, SameSeedSameConversations) {
     EXPECT_EQ(a[i].session, b[i].session);
     EXPECT_EQ(a[i].prompt_tokens, b[i].prompt_tokens);
   }
+}
+
+TEST(MultiTurn, ThinkFromAnswerSendsTheNextTurnAfterTheAnswerArrived) {
+  // The default: turn k + 1 is sent think_time after turn k ended. One session, 3 turns, through one
+  // engine (step = 1 ms + 1 us a token; B = 16; budget 8192):
+  //   turn 0 at its session's start a: prompt 150 (system 50 + user 100), one prefill step of 150 tokens
+  //     = 1.150 ms gives the first token, 19 decode steps of 1.001 ms the other 19: ends at a + 20.169 ms.
+  //   turn 1 at that end + 5,000 ms; prompt 270 = 150 + answer 20 + user 100. Its hit: the cached
+  //     blocks of turn 0's 169 computed tokens (prompt + 19 answer tokens fed back), 10 whole blocks
+  //     = 160 tokens; prefill 110 tokens (1.110 ms) + 19.019 ms.
+  //   turn 2 at turn 1's end + 5 s, prompt 390; hit floor(289 / 16) x 16 = 288.
+  auto s = conversation();
+  s.think_from_answer = true;
+  WorkloadConfig w;
+  w.synthetic = s;
+  RandomStreams rng(1);
+  auto src = make_request_source(w, rng);
+  SimContext ctx(1);
+  testing::FixedLatency lat;
+  testing::RecordingSink sink;
+  EngineConfig c = testing::config_for(testing::full_layout(16, 1000));
+  EngineInstance engine(ctx, c, lat, sink);
+  Cluster cluster(ctx, *src, engine);
+  cluster.run();
+  ASSERT_EQ(sink.requests.size(), 3u);
+  const RequestRecord &t0 = sink.requests.at(0), &t1 = sink.requests.at(1), &t2 = sink.requests.at(2);
+  EXPECT_EQ(t0.finish.ns(), t0.arrival.ns() + 1'150'000 + 19 * 1'001'000);  // it starts at its (Poisson) arrival
+  EXPECT_EQ(t1.arrival.ns(), t0.finish.ns() + 5'000'000'000);
+  EXPECT_EQ(t1.prompt_tokens, 270);
+  EXPECT_EQ(t1.cached_tokens, 160);
+  EXPECT_EQ(t1.finish.ns(), t1.arrival.ns() + 1'110'000 + 19 * 1'001'000);
+  EXPECT_EQ(t2.arrival.ns(), t1.finish.ns() + 5'000'000'000);
+  EXPECT_EQ(t2.prompt_tokens, 390);
+  EXPECT_EQ(t2.cached_tokens, 288);
+}
+
+TEST(MultiTurn, ARejectedTurnEndsItsConversation) {
+  // Turn 0 (150 tokens) fits max_model_len 200 with its 20-token answer; turn 1 (270) does not: it is
+  // rejected, and no turn 2 follows (the client has no answer to continue from).
+  auto s = conversation();
+  s.think_from_answer = true;
+  WorkloadConfig w;
+  w.synthetic = s;
+  RandomStreams rng(1);
+  auto src = make_request_source(w, rng);
+  SimContext ctx(1);
+  testing::FixedLatency lat;
+  testing::RecordingSink sink;
+  EngineConfig c = testing::config_for(testing::full_layout(16, 1000));
+  c.max_model_len = 200;
+  EngineInstance engine(ctx, c, lat, sink);
+  Cluster cluster(ctx, *src, engine);
+  const ServingResult r = cluster.run();
+  EXPECT_EQ(sink.requests.size(), 2u);
+  EXPECT_TRUE(sink.requests.at(0).finished);
+  EXPECT_FALSE(sink.requests.at(1).finished);
+  EXPECT_EQ(r.submitted, 2);
 }
 
 }  // namespace

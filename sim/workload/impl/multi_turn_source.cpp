@@ -1,9 +1,13 @@
-// Multi-turn conversations. Sessions start as a Poisson process at `rate`; turn k+1 of a session
-// arrives think_time after turn k's arrival (open loop: the source cannot see completions). Turn
-// k+1's prompt is turn k's prompt, then turn k's answer (content = turn k's output_content_id,
-// tokens = its output length), then new user tokens, so a prefix cache can reuse the history.
-// Turns are produced lazily from a heap of pending events keyed by (time, seq); memory is bounded
-// by the sessions in progress.
+// Multi-turn conversations. Sessions start as a Poisson process at `rate`. Turn k+1's prompt is turn k's
+// prompt, then turn k's answer (content = turn k's output_content_id, tokens = its output length), then
+// new user tokens, so a prefix cache can reuse the history.
+// think_from answer (default): turn k+1 is sent think_time after turn k ended (follow_up, called by the
+// driver when a request ends; a rejected turn ends its session). Each session draws every turn's user
+// tokens, output tokens and think time when it starts, in session order, so a conversation's content
+// does not depend on when the engine finished its turns.
+// think_from arrival: turn k+1 arrives think_time after turn k's arrival (open loop: it may arrive
+// before the answer it re-sends exists). Turns are produced lazily from a heap of pending events keyed by
+// (time, seq). Memory is bounded by the sessions in progress in both modes.
 #include <map>
 #include <queue>
 #include <vector>
@@ -22,10 +26,16 @@ struct Pending {
   bool operator>(const Pending& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
+struct TurnDraws {
+  int64_t user = 0, output = 0;
+  double think_s = 0;  // before the next turn
+};
+
 struct Session {
   std::vector<Segment> history;  // prompt of the last turn, then its answer once known
   int64_t history_tokens = 0;
   int64_t turns_done = 0;
+  std::vector<TurnDraws> draws;  // think_from answer: every turn's, drawn at the start
 };
 
 class MultiTurnSource final : public IRequestSource {
@@ -52,24 +62,22 @@ class MultiTurnSource final : public IRequestSource {
         it->second.history_tokens = config_.system_prompt_tokens;
       }
       schedule_session_start();
+      if (config_.think_from_answer) {
+        for (int64_t t = 0; t < config_.turns; ++t) {
+          TurnDraws d;
+          d.user = sample_tokens(config_.user_tokens, user_rng_);
+          d.output = sample_tokens(config_.output_tokens, output_rng_);
+          if (t + 1 < config_.turns) d.think_s = sample_seconds(config_.think_time, think_rng_);
+          it->second.draws.push_back(d);
+        }
+        return turn(it, p.session, p.time);
+      }
     }
     Session& s = it->second;
-    RequestSpec r;
-    r.id = RequestId(emitted_);
-    r.arrival = p.time;
-    r.session = std::to_string(p.session);
-    r.session.insert(r.session.begin(), 's');  // "s<index>" (operator+ trips a GCC 12 -Wrestrict false positive)
     const int64_t user = sample_tokens(config_.user_tokens, user_rng_);
-    s.history.push_back(Segment{make_content_id(ContentNamespace::kUnique, static_cast<uint64_t>(emitted_)), user});
-    s.history_tokens += user;
-    r.prompt = s.history;
-    r.prompt_tokens = s.history_tokens;
-    r.output_tokens = sample_tokens(config_.output_tokens, output_rng_);
-    r.output_content_id = make_content_id(ContentNamespace::kOutput, static_cast<uint64_t>(emitted_));
-    ++emitted_;
-    if (++s.turns_done < config_.turns) {
-      s.history.push_back(Segment{r.output_content_id, r.output_tokens});
-      s.history_tokens += r.output_tokens;
+    const int64_t output = sample_tokens(config_.output_tokens, output_rng_);
+    RequestSpec r = make_turn(s, p.session, p.time, user, output);
+    if (s.turns_done < config_.turns) {
       pending_.push(Pending{
           advance_clock(p.time, sample_seconds(config_.think_time, think_rng_), "workload.synthetic.think_time"),
           seq_++, p.session});
@@ -79,7 +87,58 @@ class MultiTurnSource final : public IRequestSource {
     return r;
   }
 
+  std::optional<RequestSpec> follow_up(RequestId id, SimTime at, bool finished) override {
+    if (!config_.think_from_answer) return std::nullopt;
+    const auto w = waiting_.find(id.value());
+    if (w == waiting_.end()) return std::nullopt;
+    const int64_t session = w->second;
+    waiting_.erase(w);
+    auto it = sessions_.find(session);
+    if (it == sessions_.end()) return std::nullopt;
+    // A rejected turn ends its conversation: the client got no answer to continue from.
+    if (!finished || (config_.num_requests > 0 && emitted_ >= config_.num_requests)) {
+      sessions_.erase(it);
+      return std::nullopt;
+    }
+    const double think = it->second.draws[static_cast<size_t>(it->second.turns_done - 1)].think_s;
+    return turn(it, session, advance_clock(at, think, "workload.synthetic.think_time"));
+  }
+
  private:
+  // The session's next turn at `at` (`history` extended by the new user tokens); appends its answer to the
+  // history when more turns follow.
+  RequestSpec make_turn(Session& s, int64_t session, SimTime at, int64_t user, int64_t output) {
+    RequestSpec r;
+    r.id = RequestId(emitted_);
+    r.arrival = at;
+    r.session = std::to_string(session);
+    r.session.insert(r.session.begin(), 's');  // "s<index>" (operator+ trips a GCC 12 -Wrestrict false positive)
+    s.history.push_back(Segment{make_content_id(ContentNamespace::kUnique, static_cast<uint64_t>(emitted_)), user});
+    s.history_tokens += user;
+    r.prompt = s.history;
+    r.prompt_tokens = s.history_tokens;
+    r.output_tokens = output;
+    r.output_content_id = make_content_id(ContentNamespace::kOutput, static_cast<uint64_t>(emitted_));
+    ++emitted_;
+    if (++s.turns_done < config_.turns) {
+      s.history.push_back(Segment{r.output_content_id, r.output_tokens});
+      s.history_tokens += r.output_tokens;
+    }
+    return r;
+  }
+
+  // think_from answer: the session's next turn from its draws; it waits for its answer when more follow.
+  RequestSpec turn(std::map<int64_t, Session>::iterator it, int64_t session, SimTime at) {
+    Session& s = it->second;
+    const TurnDraws& d = s.draws[static_cast<size_t>(s.turns_done)];
+    RequestSpec r = make_turn(s, session, at, d.user, d.output);
+    if (s.turns_done < config_.turns)
+      waiting_.emplace(r.id.value(), session);
+    else
+      sessions_.erase(it);
+    return r;
+  }
+
   // Puts the next session's first turn on the heap, unless the session count or duration is used up.
   void schedule_session_start() {
     if (config_.sessions > 0 && started_ >= config_.sessions) return;
@@ -95,6 +154,7 @@ class MultiTurnSource final : public IRequestSource {
   RandomStream& output_rng_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;
   std::map<int64_t, Session> sessions_;  // sessions in progress, by index
+  std::map<int64_t, int64_t> waiting_;   // think_from answer: request id -> its session, until it ends
   int64_t started_ = 0;
   int64_t seq_ = 0;
   int64_t emitted_ = 0;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "sim/core/errors.h"
 #include "sim/core/input_file.h"
 #include "sim/model/json.h"
 #include "sim/workload/request.h"
@@ -19,7 +20,7 @@ namespace kvsim {
 // A line that cannot become a request. The message names the field; the reader adds path and line.
 class BadLine : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit BadLine(const std::string& message) : std::runtime_error(without_nul(message)) {}
 };
 
 struct TraceRecord {
