@@ -52,8 +52,8 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& options) 
   r.window_bytes_max_per_gpu = busiest_stage([&](const ModelSpec& sm) { return window_bytes_max(sm, r.kv_dtype, tp); });
   r.state_bytes_per_gpu =
       busiest_stage([&](const ModelSpec& sm) { return state_bytes_per_request(sm, r.state_dtypes, tp); });
-  // Weights are sharded across TP ranks (vocab-parallel embedding and head included); experts across
-  // DP x TP, layers across pipeline stages (parallel_layout.h; ceil(weights / TP) without DP, PP, EP).
+  // Weights are sharded across TP ranks (vocab-parallel embedding and head included) except the modules
+  // vLLM replicates; experts across DP x TP, layers across pipeline stages (parallel_layout.h).
   const std::vector<int64_t> stage_weights = weight_bytes_per_stage(spec, opt.weight_dtype, opt.par);
   r.weight_bytes_per_gpu = *std::max_element(stage_weights.begin(), stage_weights.end());
   r.block_size = engine_block_size(spec, opt.engine, opt.block_size, r.kv_dtype, r.state_dtypes, tp);

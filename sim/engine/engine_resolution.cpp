@@ -125,7 +125,8 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
 
   EngineConfig c;
   int64_t available = 0;
-  // Weights per GPU follow the layout (parallel_layout.h); with DP = PP = 1 and no EP: ceil(weights / TP).
+  // Weights per GPU follow the layout and vLLM's layers (parallel_layout.h: replicated modules whole on
+  // every TP rank, experts in their own format).
   const std::vector<int64_t> stage_weights = weight_bytes_per_stage(model, wd, par);
   const int64_t weights_per_gpu = *std::max_element(stage_weights.begin(), stage_weights.end());
   MemoryRule rule;
@@ -144,8 +145,10 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   }
   if (e.num_gpu_blocks) {
     c.layout.num_blocks = *e.num_gpu_blocks;  // vLLM num_gpu_blocks_override
-  } else if (c.layout.num_blocks < 2 && available > 0 && c.layout.bytes_per_block * 2 > available) {
-    // Room for a cache, but not for two blocks of this size (the null block and one more).
+  } else if (c.layout.num_blocks < 2 && available > 0 && (block != default_block || e.block_size_multiplier > 1) &&
+             build_kv_layout(model, default_block, kv, sdt, par, available).num_blocks >= 2) {
+    // Room for a cache of the default block size, but not for two blocks of the size asked for (the
+    // null block and one more): the block size is to blame, not the weights.
     throw InputError(key + (e.block_size_multiplier > 1 ? "block_size_multiplier" : "block_size") + ": one block of " +
                      std::to_string(block) + " tokens takes " + format_bytes(c.layout.bytes_per_block) + ", and the " +
                      format_bytes(available) +

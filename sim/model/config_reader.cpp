@@ -350,7 +350,8 @@ void read_layers(const ConfigView& c, const JsonValue& cfg, ModelSpec& spec) {
           w = static_cast<int>(window);  // one sliding_window applies to every layer
         } else if (c.boolean_or("use_sliding_window", false)) {
           // Qwen2-style: layers at or beyond max_window_layers slide.
-          w = (i >= c.integer_or("max_window_layers", 0, 0, n)) ? static_cast<int>(window) : 0;
+          // Qwen2.5-32B / 72B ship max_window_layers 70 over 64 / 80 layers: beyond the layers, none slides.
+          w = (i >= c.integer_or("max_window_layers", 0, 0, kMaxLayers)) ? static_cast<int>(window) : 0;
         }
       }
       spec.layers[i] = attention_layer(a, w);

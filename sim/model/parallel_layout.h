@@ -52,10 +52,11 @@ double expert_weight_share(const ModelSpec& model, const Parallel& par);
 int64_t expert_params(const ModelSpec& model);
 int64_t embedding_params(const ModelSpec& model);
 
-// Weight bytes on the most loaded GPU: per stage, (stage non-expert weights) / TP + (stage expert
-// weights) / (DP x TP), the embedding on the first stage, the LM head on the last. Bytes per parameter
-// are the whole checkpoint's average (weight_bytes / parameters). With DP = PP = 1 this is exactly
-// ceil(weight_bytes / TP), as before.
+// Weight bytes on the most loaded GPU: per stage, the stage's layer body on one TP rank (modules vLLM
+// replicates whole, K / V projections over min(TP, KV heads), the rest / TP) + (stage expert weights) x
+// the busiest expert rank's share, the embedding on the first stage, the LM head on the last (/ TP).
+// Checkpoint weights: each part in its stored bytes (experts in theirs, tables 16-bit); one --weight-dtype:
+// the average bytes per parameter. TP 1 without DP, PP or EP: exactly weight_bytes.
 int64_t weight_bytes_per_gpu(const ModelSpec& model, std::optional<DType> weight, const Parallel& par);
 // The same for each pipeline stage (one entry when PP = 1).
 std::vector<int64_t> weight_bytes_per_stage(const ModelSpec& model, std::optional<DType> weight, const Parallel& par);

@@ -88,8 +88,8 @@ void FlowNetwork::schedule_done(int64_t id, Flow& f) {
   // links ended with it) ends now, with the flow that ended: two pulls of one size into one decode
   // instance reach the same step. Otherwise at least one nanosecond, so a flow is never rescheduled
   // at the same instant over and over.
-  const int64_t min_ns = is_done(f.remaining, f.bytes) ? 0 : 1;
-  const SimTime at = ctx_.now() + Duration::ns(std::max<int64_t>(min_ns, static_cast<int64_t>(ns)));
+  const SimTime at =
+      ctx_.now() + Duration::ns(is_done(f.remaining, f.bytes) ? 0 : std::max<int64_t>(1, static_cast<int64_t>(ns)));
   const uint64_t version = ++f.version;
   ctx_.queue.schedule(at, Phase::kTransferDone, kTagFlowDone, [this, id, version] { on_done(id, version); });
 }

@@ -46,6 +46,15 @@ bool block_term_applies(const LatencyModelSpec& spec) {
   return spec.block_cost && spec.block_size > 0 && spec.engine_kind != "sglang";
 }
 
+// The next stage's all-gather of the TP slices: NVLink inside a node; a TP group across nodes rings
+// over the node's NICs as the TP all-reduce does (min(NVLink, G x NIC)).
+LinkCost gather_link(const ParallelPlan& plan) {
+  if (plan.tp <= plan.node_size()) return plan.intra;
+  LinkCost l = plan.inter;
+  l.bandwidth = std::min(plan.intra.bandwidth, plan.node_size() * plan.inter.bandwidth);
+  return l;
+}
+
 // One model per pipeline stage, without the per-step overhead (the pipeline adds it once per step).
 std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const ModelSpec& model, const GpuSpec& gpu,
                                              const ParallelPlan& plan) {
@@ -93,7 +102,7 @@ std::unique_ptr<ILatencyModel> make_pipeline(const LatencyModelSpec& spec, const
   }
   return std::make_unique<PipelineLatencyModel>(std::move(stages), std::move(sends),
                                                 static_cast<double>(model.hidden_size), overhead, spec.name, plan.tp,
-                                                plan.tp <= plan.node_size() ? plan.intra : plan.inter);
+                                                gather_link(plan));
 }
 
 }  // namespace

@@ -13,10 +13,10 @@
 //     utilisation of the nearest one.
 // SOL = max(6 N k h I / ep / peak, (touched x 3 h I x w_bytes + 4 N h x 2) / bandwidth), touched =
 // min(E, N x k) / ep local experts (balanced routing, as aiconfigurator's collector routes tokens),
-// w_bytes the stored bytes per expert weight. Utilisation is capped at 1. Rows measured under power-law
-// routing (load_latency_tables' moe_routing, latency_tables.h) go through the same balanced SOL: their "utilisation"
-// then carries the skew (fewer experts touched at a few tokens, the busiest rank's extra tokens at many),
-// and a measured point still comes back exactly.
+// w_bytes the stored bytes per expert weight. Rows measured under power-law routing (load_latency_tables'
+// moe_routing, latency_tables.h) go through the same balanced SOL: their "utilisation" then carries the
+// skew (fewer experts touched at a few tokens, the busiest rank's extra tokens at many) and may exceed 1
+// (no balanced row does), so it is not capped, and a measured point still comes back exactly.
 #include <vector>
 
 #include "sim/perf/gemm_table.h"

@@ -106,7 +106,9 @@ class Reader {
     double v = 0;
     size_t used = 0;
     try {
-      v = std::stod(s, &used);
+      // A bare number is decimal (stod would read "0x10" as 16, "inf" and "nan" too); anything else goes
+      // to parse_duration (a number with a unit).
+      if (s.find_first_not_of("0123456789+-.eE ") == std::string::npos) v = std::stod(s, &used);
     } catch (const std::invalid_argument&) {
       used = 0;
     } catch (const std::out_of_range&) {

@@ -98,8 +98,9 @@ SweepPlan plan_sweep(const SweepFile& file, const std::vector<std::string>& extr
   // A sweep file's set: on a key an axis sets would lose to it in every point (a variant may override set:
   // for its own points: that is what variants are for).
   for (const std::string& set : file.sets) {
+    // The same key or one inside the axis's; a parent the axis then changes a field of is fine.
     for (const SweepAxis& a : file.axes)
-      if (overlap(key_of(set), a.key))
+      if (key_of(set) == a.key || key_of(set).starts_with(a.key + "."))
         throw InputError(file.path + ": set: " + key_of(set) + ": the axis " + a.key +
                          " sets it in every point; drop one of them");
   }

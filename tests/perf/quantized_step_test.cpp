@@ -441,6 +441,12 @@ TEST(MoeTable, PowerLawRoutingUsesTheSkewedRows) {
   EXPECT_NEAR(MoeTable(balanced.moe, bf16).seconds(4096, s, bf16), 0.70906662940979e-3, 1e-12);
   EXPECT_NEAR(MoeTable(load_latency_tables(root, "h200", "power_law_1.2").moe, bf16).seconds(4096, s, bf16),
               0.8920384407043457e-3, 1e-12);
+  // A power-law row faster than the balanced SOL (few experts touched at 16 tokens) comes back as
+  // measured: h100-sxm/moe_power_law.csv 16,2048,768,8,128,1,1,power_law_1.2 = 0.2055039882659912 ms
+  // (capped at utilisation 1 it read 0.3607 ms).
+  const PeakRates h100{hw.gpu("h100-sxm").bf16_flops, hw.gpu("h100-sxm").hbm_bandwidth, 2.0};
+  EXPECT_NEAR(MoeTable(load_latency_tables(root, "h100-sxm", "power_law_1.2").moe, h100).seconds(16, s, h100),
+              0.2055039882659912e-3, 1e-12);
   // H100 has no INT4 expert table of either routing; a routing no file holds reads the balanced rows
   // (4,347 FP8 rows on H200, one per shape).
   EXPECT_TRUE(load_latency_tables(root, "h100-sxm", "power_law_1.2").moe_int4.empty());

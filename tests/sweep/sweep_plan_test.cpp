@@ -172,5 +172,18 @@ TEST(SweepPlan, ACommandLineSetOnAnAxisOrVariantKeyIsRefused) {
   EXPECT_EQ(plan_sweep(f, {"engine.max_num_batched_tokens=4096"}).points.size(), 2u);
 }
 
+TEST(SweepPlan, ASetOnAnAxisKeyIsRefusedAParentOfItIsNot) {
+  // set: applies before the axis: on the axis's own key (or one inside it) it is lost in every point; a
+  // parent builds the structure whose one field the axis then changes.
+  SweepDir d("plan_file_set");
+  EXPECT_NE(error_of(d, "base: base.yaml\nset: [engine.block_size=32]\naxes: {engine.block_size: [16, 64]}\n")
+                .find("set: engine.block_size: the axis engine.block_size sets it in every point"),
+            std::string::npos);
+  const SweepPlan p = plan_sweep(load_sweep_file(d.write(
+      "p.yaml", "base: base.yaml\nset: [\"engine={max_num_seqs: 8}\"]\naxes: {engine.max_num_seqs: [4, 16]}\n")));
+  ASSERT_EQ(p.points.size(), 2u);
+  EXPECT_EQ(point_scenario(p, p.points[0]).engine.max_num_seqs, 4);
+}
+
 }  // namespace
 }  // namespace kvsim
