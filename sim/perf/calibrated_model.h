@@ -176,7 +176,7 @@ class CalibratedLatencyModel final : public ILatencyModel {
   int layers_ = 0;
   double overhead_c0_ = 0, overhead_c1_ = 0;
   double eager_prefill_floor_s_ = 0;  // layers x EngineOverhead::eager_prefill_per_layer_s (MoE models)
-  Curve1D linear_curve_, lm_head_curve_, allreduce_curve_;
+  Curve1D linear_curve_, lm_head_curve_;
   ParallelTerms parallel_;
   double dp_ = 1;  // DP ranks whose tokens meet at the experts
 };

@@ -216,6 +216,16 @@ TEST_F(CalibratedH100, StepTimeGrowsWithTokensAndContext) {
   EXPECT_GT(m.step_time(decode_batch(64, 4096)), m.step_time(decode_batch(8, 4096)));
 }
 
+TEST_F(CalibratedH100, AllReduceIsLogInterpolatedInBytesAtTheStepsOwnSize) {
+  // Qwen3-8B at TP 2, a 3,000-token prefill: each all-reduce moves 3000 x 4096 x 2 = 24,576,000 B, between
+  // h100-sxm/allreduce.csv rows (2, 16,777,216, 0.0823014 ms) and (2, 33,554,432, 0.158437 ms):
+  // w = ln(24,576,000 / 16,777,216) / ln 2, t = (1 - w) 0.0823014 + w 0.158437 ms; 2 x 36 layers of them.
+  const CalibratedLatencyModel m(spec_, hw_.gpu("h100-sxm"), 2, DType::kBf16, DType::kBf16, tables_, overhead_);
+  const double w = std::log(24576000.0 / 16777216.0) / std::log(2.0);
+  const double one = ((1 - w) * 0.0823014 + w * 0.158437) * 1e-3;
+  EXPECT_NEAR(m.breakdown(prefill_batch(3000)).allreduce_s, 72 * one, 1e-12);
+}
+
 TEST_F(CalibratedH100, NeverBeatsTheHardwareLimit) {
   // A decode step reads every weight once: step >= weight bytes / HBM bandwidth. A prefill step does
   // 2 x active params FLOPs per token: step >= that / BF16 peak.
