@@ -1,5 +1,7 @@
 #include "sim/sweep/point_result.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -44,9 +46,13 @@ std::vector<std::pair<std::string, double>> sweep_figures(const RunSummary& s) {
   f.emplace_back("output_tokens_per_s", s.throughput.output_tokens_per_s);
   f.emplace_back("peak_concurrency", static_cast<double>(s.concurrency.peak));
   f.emplace_back("preemptions", static_cast<double>(s.preemptions));
-  f.emplace_back("peak_kv_usage", s.kv_blocks.total > 0 ? static_cast<double>(s.kv_blocks.peak_used) /
-                                                              static_cast<double>(s.kv_blocks.total)
-                                                        : 0.0);
+  // Of the usable blocks (each instance's null block never holds data), as vLLM's KV usage and the
+  // per-pool figures count: a full cache reads 1.
+  int64_t instances = 0;
+  for (const PoolSummary& p : s.pools) instances += p.info.instances;
+  const int64_t usable = s.kv_blocks.total - std::max<int64_t>(instances, 1);
+  f.emplace_back("peak_kv_usage",
+                 usable > 0 ? static_cast<double>(s.kv_blocks.peak_used) / static_cast<double>(usable) : 0.0);
   f.emplace_back("kv_blocks_total", static_cast<double>(s.kv_blocks.total));
   // Disaggregated points (0 / NaN elsewhere).
   const auto& d = s.disaggregation;

@@ -1,6 +1,7 @@
 // Sweep files and point expansion: grid and zip order, variants and repeats, seeds from point keys,
 // every point validated before anything runs, errors naming the file, point and key.
 #include "sim/sweep/sweep_plan.h"
+#include "sim/sweep/point_result.h"
 
 #include <gtest/gtest.h>
 
@@ -183,6 +184,26 @@ TEST(SweepPlan, ASetOnAnAxisKeyIsRefusedAParentOfItIsNot) {
       "p.yaml", "base: base.yaml\nset: [\"engine={max_num_seqs: 8}\"]\naxes: {engine.max_num_seqs: [4, 16]}\n")));
   ASSERT_EQ(p.points.size(), 2u);
   EXPECT_EQ(point_scenario(p, p.points[0]).engine.max_num_seqs, 4);
+}
+
+TEST(SweepFigures, PeakKvUsageCountsTheUsableBlocks) {
+  // Two instances of 24,812 blocks each (one null block each): 49,624 in all, 49,622 usable. A peak of
+  // 49,622 used is a full cache: 1, not 49,622 / 49,624. One instance: 24,811 / 24,811.
+  RunSummary s;
+  s.kv_blocks.total = 49624;
+  s.kv_blocks.peak_used = 49622;
+  s.pools.resize(1);
+  s.pools[0].info.instances = 2;
+  const auto figure = [](const RunSummary& r, const std::string& name) {
+    for (const auto& [k, v] : sweep_figures(r))
+      if (k == name) return v;
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(figure(s, "peak_kv_usage"), 1.0);
+  RunSummary one;
+  one.kv_blocks.total = 24812;
+  one.kv_blocks.peak_used = 24811;
+  EXPECT_DOUBLE_EQ(figure(one, "peak_kv_usage"), 1.0);
 }
 
 }  // namespace
