@@ -21,9 +21,17 @@ double moe_sol_seconds(double n, const MoeShape& s, const PeakRates& peak) {
 
 MoeTable::MoeTable(const std::vector<MoePoint>& points, const PeakRates& peak) {
   // (hidden, inter per rank, topk, experts, ep) -> tokens -> seconds (ordered: iteration reaches results).
+  // A shape measured twice (the Kimi-K2.5 shape is in the collection twice per layout) reads the mean of
+  // its copies; a map overwrite kept the last, up to 1.36 x apart from the other.
+  std::map<std::tuple<double, double, int, int, int>, std::map<double, std::pair<double, int>>> sums;
+  for (const auto& p : points) {
+    auto& [sum, count] = sums[{p.hidden, p.inter / p.moe_tp, p.topk, p.num_experts, p.moe_ep}][p.num_tokens];
+    sum += p.seconds;
+    ++count;
+  }
   std::map<std::tuple<double, double, int, int, int>, std::map<double, double>> rows;
-  for (const auto& p : points)
-    rows[{p.hidden, p.inter / p.moe_tp, p.topk, p.num_experts, p.moe_ep}][p.num_tokens] = p.seconds;
+  for (const auto& [key, by_n] : sums)
+    for (const auto& [n, sc] : by_n) rows[key][n] = sc.first / sc.second;
   for (const auto& [key, by_n] : rows) {
     Curve c;
     c.shape = {std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key)};
