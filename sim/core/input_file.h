@@ -1,7 +1,9 @@
 #pragma once
 // Bounded reads of user input. Every file kvsim reads (configs, scenarios, hardware files, CSVs,
 // traces) goes through these, so a device such as /dev/zero, a FIFO that never ends or a file with
-// no line breaks fails with an InputError naming the file instead of reading forever.
+// no line breaks fails with an InputError naming the file instead of reading forever. (A FIFO nobody
+// writes to blocks in open(), as it does for cat: process substitution such as <(zcat trace.gz) needs
+// the blocking open.)
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
