@@ -114,6 +114,24 @@ TEST(MultiTurn, SameSeedSameConversations) {
   }
 }
 
+// The conversation() session with think_from answer through one engine (step = 1 ms + 1 us a token,
+// B = 16, 1,000 blocks, max_model_len as given); the records by request id.
+ServingResult run_answered(int64_t max_model_len, testing::RecordingSink& sink) {
+  auto s = conversation();
+  s.think_from_answer = true;
+  WorkloadConfig w;
+  w.synthetic = s;
+  RandomStreams rng(1);
+  auto src = make_request_source(w, rng);
+  SimContext ctx(1);
+  testing::FixedLatency lat;
+  EngineConfig c = testing::config_for(testing::full_layout(16, 1000));
+  c.max_model_len = max_model_len;
+  EngineInstance engine(ctx, c, lat, sink);
+  Cluster cluster(ctx, *src, engine);
+  return cluster.run();
+}
+
 TEST(MultiTurn, ThinkFromAnswerSendsTheNextTurnAfterTheAnswerArrived) {
   // The default: turn k + 1 is sent think_time after turn k ended. One session, 3 turns, through one
   // engine (step = 1 ms + 1 us a token; B = 16; budget 8192):
@@ -123,19 +141,8 @@ TEST(MultiTurn, ThinkFromAnswerSendsTheNextTurnAfterTheAnswerArrived) {
   //     blocks of turn 0's 169 computed tokens (prompt + 19 answer tokens fed back), 10 whole blocks
   //     = 160 tokens; prefill 110 tokens (1.110 ms) + 19.019 ms.
   //   turn 2 at turn 1's end + 5 s, prompt 390; hit floor(289 / 16) x 16 = 288.
-  auto s = conversation();
-  s.think_from_answer = true;
-  WorkloadConfig w;
-  w.synthetic = s;
-  RandomStreams rng(1);
-  auto src = make_request_source(w, rng);
-  SimContext ctx(1);
-  testing::FixedLatency lat;
   testing::RecordingSink sink;
-  EngineConfig c = testing::config_for(testing::full_layout(16, 1000));
-  EngineInstance engine(ctx, c, lat, sink);
-  Cluster cluster(ctx, *src, engine);
-  cluster.run();
+  run_answered(1 << 20, sink);
   ASSERT_EQ(sink.requests.size(), 3u);
   const RequestRecord &t0 = sink.requests.at(0), &t1 = sink.requests.at(1), &t2 = sink.requests.at(2);
   EXPECT_EQ(t0.finish.ns(), t0.arrival.ns() + 1'150'000 + 19 * 1'001'000);  // it starts at its (Poisson) arrival
@@ -151,20 +158,8 @@ TEST(MultiTurn, ThinkFromAnswerSendsTheNextTurnAfterTheAnswerArrived) {
 TEST(MultiTurn, ARejectedTurnEndsItsConversation) {
   // Turn 0 (150 tokens) fits max_model_len 200 with its 20-token answer; turn 1 (270) does not: it is
   // rejected, and no turn 2 follows (the client has no answer to continue from).
-  auto s = conversation();
-  s.think_from_answer = true;
-  WorkloadConfig w;
-  w.synthetic = s;
-  RandomStreams rng(1);
-  auto src = make_request_source(w, rng);
-  SimContext ctx(1);
-  testing::FixedLatency lat;
   testing::RecordingSink sink;
-  EngineConfig c = testing::config_for(testing::full_layout(16, 1000));
-  c.max_model_len = 200;
-  EngineInstance engine(ctx, c, lat, sink);
-  Cluster cluster(ctx, *src, engine);
-  const ServingResult r = cluster.run();
+  const ServingResult r = run_answered(200, sink);
   EXPECT_EQ(sink.requests.size(), 2u);
   EXPECT_TRUE(sink.requests.at(0).finished);
   EXPECT_FALSE(sink.requests.at(1).finished);
