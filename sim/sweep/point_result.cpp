@@ -1,7 +1,6 @@
 #include "sim/sweep/point_result.h"
 
 #include <algorithm>
-
 #include <cmath>
 #include <cstdio>
 #include <limits>

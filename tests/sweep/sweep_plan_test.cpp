@@ -1,13 +1,13 @@
 // Sweep files and point expansion: grid and zip order, variants and repeats, seeds from point keys,
 // every point validated before anything runs, errors naming the file, point and key.
 #include "sim/sweep/sweep_plan.h"
-#include "sim/sweep/point_result.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "sim/core/errors.h"
+#include "sim/sweep/point_result.h"
 #include "tests/sweep/sweep_test_util.h"
 
 namespace kvsim {
