@@ -212,9 +212,19 @@ def main():
                         continue
                     out.append((r["num_tokens"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"],
                                 r["moe_tp_size"], r["moe_ep_size"], r["latency"]))
+                if dtype == "w4a16_mxfp4":
+                    out = ep_one_only(out, 6)
                 if len(out) > 1:
                     write(gpu, name, first_per_shape(out, 7) if dtype == "w4a16_mxfp4" else out)
         print(gpu, "dropped as unphysical:", dropped)
+
+
+def ep_one_only(out, ep_col):
+    """The header and the rows with moe_ep 1. The H200 w4a16_mxfp4 rows do not vary with moe_ep (1 to 128
+    give the same time within 1 % at the median, one local expert as slow as 128: the collector's ep_size had
+    no effect), so their EP rows are dropped and an EP query borrows the EP-1 curves at its own SOL
+    (sim/perf/moe_table.h); PROVENANCE.md."""
+    return [out[0]] + [r for r in out[1:] if int(r[ep_col]) == 1]
 
 
 def block_fp8_tables():
@@ -282,6 +292,8 @@ def power_law_tables():
             if dtype != "int4_wo" and dtype in by_dtype and os.path.exists(os.path.join(OUT, gpu, name + ".csv")):
                 out = [("num_tokens", "hidden", "inter", "topk", "num_experts", "moe_tp", "moe_ep", "distribution",
                         "latency_ms")] + by_dtype[dtype]
+                if dtype == "w4a16_mxfp4":
+                    out = ep_one_only(out, 6)
                 write(gpu, name + "_power_law.csv", first_per_shape(out, 8) if dtype == "w4a16_mxfp4" else out)
 
 

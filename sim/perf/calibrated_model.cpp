@@ -172,6 +172,15 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
         ++mla_layers_;
         if (!mla_module_) ++other_layers;  // else the module rows hold the projections
         mla_flops_per_pair_ = qh_local * (2.0 * (a.kv_lora_rank + a.qk_rope_head_dim) + 2.0 * a.kv_lora_rank);
+        // Prefill of a dense MLA layer runs as MHA on the up-projected keys and values (vLLM MLACommonImpl
+        // _forward_prefill: kv_b_proj, then flash attention with head size qk_nope + rope, values v_head_dim):
+        // 2 (nope + rope) + 2 v per head and pair, 10,240 for DeepSeek-V3 at 16 heads against the absorbed
+        // decode form's 34,816 (the measured mla_context rows grow as the former). Sparse MLA (DSA) keeps
+        // the absorbed form over its top-k keys in prefill too (FlashMLA sparse).
+        mla_prefill_flops_per_pair_ =
+            l.kind == LayerKind::kSparseMla
+                ? mla_flops_per_pair_
+                : qh_local * (2.0 * static_cast<double>(m.head_dim) + 2.0 * static_cast<double>(a.v_head_dim));
         mla_kv_bytes_per_token_ = (a.kv_lora_rank + a.qk_rope_head_dim) * kvb;
         if (l.kind == LayerKind::kSparseMla) {
           // DSA: the indexer scores every earlier token and reads every indexer key; the MLA
@@ -262,8 +271,10 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
     expert_bytes_ = 3.0 * h * static_cast<double>(m.moe_intermediate_size) * wb * expert_weight_share(m, layout);
     // The measured fused-MoE table of the experts' dtype (FP8 rows for FP8 experts, else BF16 rows with
     // the query's own SOL), at balanced routing's tokens per expert (moe_table.h). NVFP4, INT4 and MXFP4
-    // tables store 4.5, 4.125 and 4.25 bits per weight (E4M3 scale per 16; a BF16 scale per group of 128,
-    // the GPTQ / Marlin default; an E8M0 scale per 32); the query then scales by its own format's bytes.
+    // tables store 4.5, 4.5 and 4.25 bits per weight (E4M3 scale per 16; a BF16 scale per group of 32, the
+    // group aiconfigurator's collector uses for its Kimi-K2.5 int4_wo rows, collector/cases/base_ops/
+    // moe.yaml moe_vllm module_config group_size 32 at 095f58a5; an E8M0 scale per 32); the query then
+    // scales by its own format's bytes (Kimi's own group 32: its rows come back exactly).
     // MXFP4 rows are W4A16 (aiconfigurator's w4a16_mxfp4: BF16 activations), so their SOL and the
     // query's use the BF16 compute peak. Any layout: the experts see the tokens of every DP rank, the EP
     // rows (moe_ep > 1) measure a rank's share of the experts.
@@ -278,8 +289,8 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
         moe_table_ =
             MoeTable(tables.moe_nvfp4, {g.fp4_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kNvfp4) / 8});
       } else if (weight_dtype == DType::kInt4 && !tables.moe_int4.empty()) {
-        moe_table_ =
-            MoeTable(tables.moe_int4, {g.bf16_flops, g.hbm_bandwidth, weight_bits_per_element(DType::kInt4) / 8});
+        constexpr double kInt4TableBits = 4.0 + 16.0 / 32;  // group 32, BF16 scales
+        moe_table_ = MoeTable(tables.moe_int4, {g.bf16_flops, g.hbm_bandwidth, kInt4TableBits / 8});
       } else if (!tables.moe.empty()) {
         moe_table_ = MoeTable(tables.moe, bf16_peak_);
       }
@@ -434,11 +445,11 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
       const double extra = std::max(0.0, b.prefill_attn_pairs - reqs * chunk * (chunk + 1) / 2);
       r.prefill_attention_s +=
           mla_layers_ * (mla_context_.seconds(reqs, chunk) +
-                         mla_flops_per_pair_ * extra / (cal_.attention_prefill_eta * gpu_.bf16_flops));
+                         mla_prefill_flops_per_pair_ * extra / (cal_.attention_prefill_eta * gpu_.bf16_flops));
     } else if (mla_layers_ > 0) {
       const double pairs =
           sparse_mla_ && b.prefill_attn_pairs_sparse > 0 ? b.prefill_attn_pairs_sparse : b.prefill_attn_pairs;
-      const double flops = mla_flops_per_pair_ * pairs + indexer_flops_per_pair_ * b.prefill_attn_pairs;
+      const double flops = mla_prefill_flops_per_pair_ * pairs + indexer_flops_per_pair_ * b.prefill_attn_pairs;
       r.prefill_attention_s +=
           mla_layers_ * (cal_.gemm.floor_s + flops / (cal_.attention_prefill_eta * gpu_.bf16_flops));
     }

@@ -152,7 +152,8 @@ class CalibratedLatencyModel final : public ILatencyModel {
   std::vector<AttentionGroup> attention_;
   int mla_layers_ = 0;
   double mla_flops_per_pair_ = 0, mla_kv_bytes_per_token_ = 0;
-  bool mla_module_ = false;  // MLA layers priced by the module rows (mla_context_, mla_generation_)
+  double mla_prefill_flops_per_pair_ = 0;  // dense MLA prefill: MHA on up-projected keys and values
+  bool mla_module_ = false;                // MLA layers priced by the module rows (mla_context_, mla_generation_)
   MlaModuleTable mla_context_, mla_generation_;
   double mla_module_floor_s_ = 0;  // generation row at batch 1, context 2: what a mixed step shares
   // DSA decode module rows (GLM-5): the DSA layers' projections then run as GEMMs for prefill tokens only.

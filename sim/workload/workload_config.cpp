@@ -88,8 +88,10 @@ void validate_synthetic(const SyntheticConfig& s, const std::string& w) {
     if (s.sessions < 0) fail(w, "sessions", "must be >= 0 (0 = until duration)" + got(s.sessions));
     if (s.sessions > kMaxSyntheticRequests)
       fail(w, "sessions", "must be <= " + std::to_string(kMaxSyntheticRequests) + got(s.sessions));
-    if (s.turns > kMaxSyntheticRequests)
-      fail(w, "turns", "must be <= " + std::to_string(kMaxSyntheticRequests) + got(s.turns));
+    // think_from answer draws a session's turns when it starts (24 bytes each): bounded so that a session
+    // in progress stays small (1e9 turns needed 24 GB); each turn re-sends the whole history, so a
+    // conversation of thousands of turns outgrows every context anyway.
+    if (s.turns > kMaxTurns) fail(w, "turns", "must be <= " + std::to_string(kMaxTurns) + got(s.turns));
     if (s.sessions == 0 && s.duration == 0.0) fail(w, "sessions", "set sessions or duration (or both)");
     if (s.turns < 1) fail(w, "turns", "must be >= 1" + got(s.turns));
     if (s.system_prompt_tokens < 0) fail(w, "system_prompt_tokens", "must be >= 0" + got(s.system_prompt_tokens));

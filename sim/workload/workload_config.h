@@ -17,6 +17,7 @@ namespace kvsim {
 // shared-prefix slots, sessions, turns), and the slots of a shared-prefix `order: random`, whose
 // permutation is drawn up front.
 constexpr int64_t kMaxSyntheticRequests = 1'000'000'000;
+constexpr int64_t kMaxTurns = 10'000;                       // multi_turn: turns per conversation
 constexpr int64_t kMaxRandomOrderSlots = int64_t{1} << 27;  // 1 GiB of permutation
 
 // Replay of a recorded trace. Arrival i is time_scale * (t_i - t_0), where t_0 is 0 for formats

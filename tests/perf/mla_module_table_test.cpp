@@ -109,6 +109,30 @@ TEST(MlaModuleTable, StepModelPricesDeepSeekMlaFromTheRows) {
                    .uses_mla_module_table());
 }
 
+// MLA prefill on the roofline (the default): vLLM runs a dense MLA layer's prefill as MHA on the
+// up-projected keys and values (MLACommonImpl._forward_prefill), head size qk_nope + rope = 128 + 64, values
+// 128: 2 x 192 + 2 x 128 = 640 FLOPs per head and query-key pair, 16 heads a GPU at TP 8: 10,240 (the
+// absorbed decode form would be 16 x (2 x 576 + 2 x 512) = 34,816). Between two chunks without a cached
+// prefix the floor cancels: 61 layers x 10,240 x (pairs difference) / (eta x BF16 peak).
+TEST(MlaModuleTable, DenseMlaPrefillIsPricedAsMhaOnTheUpProjectedHeads) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
+  const ModelSpec r1 = read_model_config(kRoot + "/models/latency/configs/deepseek-r1.json");
+  const GpuSpec& g = hw.gpu("h200");
+  const CalibratedLatencyModel m(r1, g, 8, DType::kFp8, DType::kFp8, t, {});
+  const auto prefill = [](double n) {
+    BatchShape b;
+    b.num_tokens = b.num_prefill_tokens = static_cast<int64_t>(n);
+    b.num_prefill_requests = 1;
+    b.prefill_attn_pairs = n * (n + 1) / 2;
+    return b;
+  };
+  const double pairs = 8192.0 * 8193 / 2 - 4096.0 * 4097 / 2;
+  const double expect = 61 * 10240 * pairs / (m.calibration().attention_prefill_eta * g.bf16_flops);
+  EXPECT_NEAR(m.breakdown(prefill(8192)).prefill_attention_s - m.breakdown(prefill(4096)).prefill_attention_s, expect,
+              1e-12);
+}
+
 // Kimi-K2.5 keeps attention in BF16 (compressed-tensors quantises the experts only): B200 rows bf16 / bf16
 // at 64 / 8 = 8 local heads, batch 16 at 2048 cached tokens 0.104 ms.
 TEST(MlaModuleTable, KimiUsesTheBf16RowsAtItsLocalHeads) {

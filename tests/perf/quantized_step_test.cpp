@@ -367,15 +367,17 @@ TEST(MoeTable, ExpertsUseTheMeasuredH200Kernels) {
 // 64,7168,2048,8,384,8,1 (Kimi's expert shape at TP 8):
 //   h200 0.46646400292714435 ms, b200 0.4075626532236735 ms, b300 0.3943359851837158 ms.
 // Kimi-K2.5 has 61 layers, the first dense (first_k_dense_replace 1): a 64-token step at TP 8 costs 60 x
-// the row.
+// the row. The rows were collected at group 32 (4.5 bits a weight, collector moe.yaml), Kimi's own group,
+// so its experts (priced at their 4.5 bits) read them exactly.
 TEST(MoeTable, KimiInt4ExpertsUseTheCompressedTensorsMarlinRows) {
   const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
   const ModelSpec m = read_model_config(kRoot + "/models/latency/configs/kimi-k2.5.json");
   ASSERT_EQ(m.num_experts, 384);
+  const double kimi_bits = 4.5;
   for (const auto& [gpu, ms] :
        {std::pair{"h200", 0.46646400292714435}, {"b200", 0.4075626532236735}, {"b300", 0.3943359851837158}}) {
     const LatencyTables t = load_latency_tables(kRoot + "/models/latency", gpu);
-    const CalibratedLatencyModel model(m, hw.gpu(gpu), 8, DType::kInt4, DType::kBf16, t, {});
+    const CalibratedLatencyModel model(m, hw.gpu(gpu), 8, DType::kInt4, DType::kBf16, t, {}, {}, {}, {}, kimi_bits);
     EXPECT_TRUE(model.uses_moe_table()) << gpu;
     EXPECT_NEAR(model.breakdown(decode_64()).moe_s, 60 * ms * 1e-3, 1e-12) << gpu;
   }
@@ -521,8 +523,11 @@ TEST(MoeTable, GptOssMxfp4ExpertsUseTheMeasuredMxfp4Rows) {
                                   true);
   EXPECT_NEAR(pl.breakdown(b).moe_s, 36 * 0.563270378112793e-3, 1e-12);
   // The collection's 27 token counts x 16 layouts (128 experts: EP 1..128 and moe-TP 2; 32 experts: EP
-  // 1..32 and moe-TP 2), each shape once. B200 keeps no MXFP4 table (PROVENANCE.md).
-  EXPECT_EQ(t.moe_mxfp4.size(), 27u * 16);
+  // 1..32 and moe-TP 2), each shape once, less the EP rows, which do not vary with EP (PROVENANCE.md): 27 x 4
+  // (two expert counts x moe-TP 1 and 2). An EP 8 query borrows the EP-1 curve at its own SOL. B200 keeps no
+  // MXFP4 table.
+  EXPECT_EQ(t.moe_mxfp4.size(), 27u * 4);
+  for (const MoePoint& p : t.moe_mxfp4) EXPECT_EQ(p.moe_ep, 1);
   EXPECT_TRUE(load_latency_tables(root, "b200").moe_mxfp4.empty());
 }
 
