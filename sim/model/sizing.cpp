@@ -204,9 +204,11 @@ std::optional<DType> resolve_weight_dtype(const std::string& text, const std::st
 }
 
 std::optional<DType> weight_override(const ModelSpec& spec, std::optional<DType> weight) {
-  if (weight == DType::kFp4 && spec.quant.quantized() && spec.quant.understood && spec.quantized_params > 0 &&
-      is_fp4(spec.quant.dtype()))
-    return std::nullopt;
+  const bool stored = spec.quant.quantized() && spec.quant.understood && spec.quantized_params > 0;
+  if (weight == DType::kFp4 && stored && is_fp4(spec.quant.dtype())) return std::nullopt;
+  // The same for int4 on a checkpoint stored in INT4 (Kimi-K2.5's group 32, 4.5 bits, not the generic
+  // group-128 4.125): data sets record only "int4".
+  if (weight == DType::kInt4 && stored && spec.quant.dtype() == DType::kInt4) return std::nullopt;
   return weight;
 }
 

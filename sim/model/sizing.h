@@ -77,7 +77,8 @@ std::optional<DType> resolve_weight_dtype(const std::string& text, const std::st
 // checkpoint stored in a 4-bit float format (mxfp4, nvfp4) names that format and keeps the checkpoint's
 // own layout (nullopt: its unquantised modules stay in 16 bits, its scales as stored). gpt-oss's MXFP4
 // checkpoint leaves attention, router, embeddings and lm_head in BF16 (modules_to_not_convert); data
-// sets that record only "fp4" for it mean that checkpoint, not every weight in FP4.
+// sets that record only "fp4" for it mean that checkpoint, not every weight in FP4. Likewise "int4" on an
+// INT4 checkpoint (Kimi-K2.5: group 32) means that checkpoint.
 std::optional<DType> weight_override(const ModelSpec& spec, std::optional<DType> weight);
 // The one dtype latency models see: the override, else the quantised weights' format, else BF16.
 DType served_weight_dtype(const ModelSpec& spec, std::optional<DType> weight);

@@ -62,6 +62,15 @@ TEST(QuantizedWeights, GenericFp4OnAnFp4CheckpointKeepsTheCheckpoint) {
   EXPECT_EQ(weight_override(read_model_config("models/deepseek-v3.json"), DType::kFp4), DType::kFp4);
 }
 
+// "int4" on an INT4 checkpoint means that checkpoint too: Kimi-K2.5's compressed-tensors group-32 experts
+// (4.5 bits), not the generic group-128 4.125; on another checkpoint it still overrides.
+TEST(QuantizedWeights, Int4OnAnInt4CheckpointKeepsTheCheckpoint) {
+  const ModelSpec kimi = read_model_config("models/latency/configs/kimi-k2.5.json");
+  EXPECT_EQ(weight_override(kimi, DType::kInt4), std::nullopt);
+  EXPECT_EQ(served_weight_dtype(kimi, weight_override(kimi, DType::kInt4)), DType::kInt4);
+  EXPECT_EQ(weight_override(read_model_config("models/qwen3-8b.json"), DType::kInt4), DType::kInt4);
+}
+
 TEST(QuantizedWeights, DeepSeekV3Fp8BlockScalesCountPartialBlocks) {
   const ModelSpec m = read_model_config("models/deepseek-v3.json");
   // FP8 with weight_block_size [128, 128]: one FP32 scale per 128 x 128 block, ceil on each side.
