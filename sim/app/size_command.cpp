@@ -50,8 +50,8 @@ po::options_description size_options() {
      "embeddings, lm_head, norms, routers and the modules it lists as not converted stay bf16), bf16 without one. "
      "A dtype overrides the config and puts every weight in it (mxfp4 4.25 bits, nvfp4 4.5, int4 4.125 with scales; "
      "fp8_block: 8 bits, and --recompute prices vLLM's block-scaled FP8 kernels; fp8 and auto use the per-tensor "
-     "FP8 rows, also on a checkpoint with weight_block_size); fp4 on an mxfp4 or nvfp4 checkpoint means that "
-     "checkpoint as stored)")
+     "FP8 rows, also on a checkpoint with weight_block_size); fp4 on an mxfp4 or nvfp4 checkpoint, and int4 on an "
+     "int4 one, mean that checkpoint as stored)")
     ("context", po::value<std::vector<int64_t>>()->composing(),
      "context length in tokens; repeat for several (default 8192, 32768, 131072)")
     ("images", po::value<int>()->default_value(0), "images per request (vision-language configs)")
