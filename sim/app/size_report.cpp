@@ -98,15 +98,7 @@ SizeReport build_size_report(const ModelSpec& spec, const SizeOptions& options) 
     r.image_bytes = r.image_tokens_total * r.kv_bytes_per_token;
   }
   const int decode_tp = opt.decode_tp > 0 ? opt.decode_tp : tp;
-  if (opt.link && decode_tp != tp) {
-    try {
-      check_parallel(spec, Parallel{decode_tp, 1});
-    } catch (const InputError& e) {
-      std::string what = e.what();  // named for --tp: the decode side's is --decode-tp
-      if (what.starts_with("--tp ")) what.replace(0, 5, "--decode-tp ");
-      throw InputError(what);
-    }
-  }
+  if (opt.link && decode_tp != tp) check_parallel(spec, Parallel{decode_tp, 1}, "--decode-tp");
   for (int64_t ctx0 : opt.contexts) {
     const int64_t ctx = ctx0 + r.image_tokens_total;
     ContextRow row;

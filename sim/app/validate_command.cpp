@@ -12,6 +12,7 @@
 #include "sim/app/simulation.h"
 #include "sim/core/errors.h"
 #include "sim/core/input_file.h"
+#include "sim/core/time.h"
 #include "sim/metrics/quantiles.h"
 #include "sim/model/config_reader.h"
 #include "sim/model/dtype.h"
@@ -201,12 +202,7 @@ std::vector<ValidationPoint> read_validation_points(const std::string& path, con
       const bool iso = v.size() >= 10 && v[4] == '-' && v[7] == '-' &&
                        std::all_of(v.begin(), v.begin() + 10, [](char ch) { return std::isdigit(ch) || ch == '-'; }) &&
                        std::count(v.begin(), v.begin() + 10, '-') == 2;
-      const int year = iso ? std::stoi(v.substr(0, 4)) : 0;
-      const int month = iso ? std::stoi(v.substr(5, 2)) : 0, day = iso ? std::stoi(v.substr(8, 2)) : 0;
-      const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-      constexpr int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-      const bool valid_month = month >= 1 && month <= 12;
-      if (!iso || !valid_month || day < 1 || day > kDays[month - 1] + (month == 2 && leap ? 1 : 0))
+      if (!iso || !valid_civil_date(std::stoi(v.substr(0, 4)), std::stoi(v.substr(5, 2)), std::stoi(v.substr(8, 2))))
         throw InputError(f.where(r, *c_measured) + ": expected a date YYYY-MM-DD[...] (got " + quote_for_message(v) +
                          ")");
       p.measured = v.substr(0, 10);

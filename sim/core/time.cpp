@@ -14,4 +14,11 @@ Duration duration_from_seconds(double seconds) {
   return Duration::ns(static_cast<int64_t>(ns));
 }
 
+bool valid_civil_date(int64_t year, int64_t month, int64_t day) {
+  static constexpr int kDaysIn[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12 || day < 1) return false;
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return day <= kDaysIn[month - 1] + (month == 2 && leap ? 1 : 0);
+}
+
 }  // namespace kvsim

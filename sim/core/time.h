@@ -52,4 +52,8 @@ class SimTime {
 // throws std::invalid_argument for NaN, infinity, negative values or values beyond ~292 years.
 Duration duration_from_seconds(double seconds);
 
+// Whether y-m-d is a day of the proleptic Gregorian calendar (month 1-12, the month's days, Feb 29 in
+// leap years only).
+bool valid_civil_date(int64_t year, int64_t month, int64_t day);
+
 }  // namespace kvsim

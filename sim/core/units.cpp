@@ -134,4 +134,8 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
+bool decimal_text(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string_view::npos;
+}
+
 }  // namespace kvsim

@@ -9,6 +9,7 @@
 // lies outside the range below (beyond it simulated times overflow the int64 nanosecond clock).
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "sim/core/time.h"
 
@@ -24,6 +25,10 @@ int64_t parse_bytes(const std::string& text, const std::string& what);
 double parse_bandwidth(const std::string& text, const std::string& what);
 Duration parse_duration(const std::string& text, const std::string& what);
 double parse_flops(const std::string& text, const std::string& what);
+
+// Whether `text` holds only the characters of a decimal number (digits, sign, point, exponent): strtod /
+// stod would also read hex ("0x10" = 16), "inf" and "nan". Callers still parse it for its value.
+bool decimal_text(std::string_view text);
 
 // Human-readable forms for reports: "1.50 GiB", "144.0 KiB".
 std::string format_bytes(double bytes);

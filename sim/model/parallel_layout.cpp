@@ -105,8 +105,8 @@ std::vector<int64_t> weight_bytes_per_stage(const ModelSpec& m, std::optional<DT
   if (par.tp == 1 && par.dp == 1 && par.pp == 1 && !par.expert_parallel) return {total};
   const double n = static_cast<double>(m.params + m.vision_params);
   const double table = static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
-  double experts = static_cast<double>(expert_params(m));
-  double body = static_cast<double>(m.params) - static_cast<double>(embedding_params(m)) - experts;
+  const double experts = static_cast<double>(expert_params(m));
+  const double body = static_cast<double>(m.params) - static_cast<double>(embedding_params(m)) - experts;
   // Bytes per parameter of each part. One dtype for every weight (--weight-dtype): the average. The
   // checkpoint's own: the routed experts in theirs, the embeddings, LM head and vision tower in 16 bits,
   // the rest (attention, dense MLPs, shared experts, norms, routers) the remaining bytes; a mixed

@@ -67,22 +67,22 @@ DType resolve_kv_dtype(const ModelSpec& spec, const std::string& text, const std
   return d;
 }
 
-void check_parallel(const ModelSpec& spec, const Parallel& par) {
+void check_parallel(const ModelSpec& spec, const Parallel& par, const std::string& tp_option) {
   const std::string who = spec.name;
-  if (par.tp < 1) throw InputError("--tp must be >= 1 (got " + std::to_string(par.tp) + ")");
+  if (par.tp < 1) throw InputError(tp_option + " must be >= 1 (got " + std::to_string(par.tp) + ")");
   if (par.dcp < 1) throw InputError("--dcp must be >= 1 (got " + std::to_string(par.dcp) + ")");
   if (par.tp % par.dcp != 0)
-    throw InputError("--dcp " + std::to_string(par.dcp) + " must divide --tp " + std::to_string(par.tp) +
+    throw InputError("--dcp " + std::to_string(par.dcp) + " must divide " + tp_option + " " + std::to_string(par.tp) +
                      " (vLLM reuses the TP ranks for decode context parallelism)");
   if (spec.num_attention_heads > 0 && spec.num_attention_heads % par.tp != 0)
-    throw InputError("--tp " + std::to_string(par.tp) + " does not divide the " +
+    throw InputError(tp_option + " " + std::to_string(par.tp) + " does not divide the " +
                      std::to_string(spec.num_attention_heads) + " attention heads of " + who);
   for (const auto& l : spec.layers) {
     if (l.kind == LayerKind::kFullAttention || l.kind == LayerKind::kSlidingWindow) {
       const int kv = l.attn.num_kv_heads;
       if (kv % par.tp != 0 && par.tp % kv != 0)
-        throw InputError("--tp " + std::to_string(par.tp) + " and the " + std::to_string(kv) + " KV heads of " + who +
-                         " do not divide one another");
+        throw InputError(tp_option + " " + std::to_string(par.tp) + " and the " + std::to_string(kv) + " KV heads of " +
+                         who + " do not divide one another");
       if (l.kind == LayerKind::kSlidingWindow && par.dcp > 1)
         throw InputError("--dcp " + std::to_string(par.dcp) + ": " + who +
                          " has sliding-window layers, which vLLM does not support with decode context parallelism");
@@ -90,18 +90,20 @@ void check_parallel(const ModelSpec& spec, const Parallel& par) {
       // split the copies of one KV head, so tp > kv heads, dcp <= tp / kv heads, and each KV head's query
       // heads divide among them.
       if (par.dcp > 1 && (par.tp <= kv || par.dcp > par.tp / kv || (spec.num_attention_heads / kv) % par.dcp != 0))
-        throw InputError("--dcp " + std::to_string(par.dcp) + " with --tp " + std::to_string(par.tp) + ": " + who +
-                         " has " + std::to_string(kv) + " KV heads and " + std::to_string(spec.num_attention_heads) +
+        throw InputError("--dcp " + std::to_string(par.dcp) + " with " + tp_option + " " + std::to_string(par.tp) +
+                         ": " + who + " has " + std::to_string(kv) + " KV heads and " +
+                         std::to_string(spec.num_attention_heads) +
                          " query heads; vLLM needs tp > KV heads, dcp <= tp / KV heads and dcp dividing the query "
                          "heads per KV head");
     }
     // vLLM MambaMixer2: n_groups % tp == 0 or n_groups == 1 (one group is replicated on every rank).
     if (l.kind == LayerKind::kMamba2 && l.state.n_groups % par.tp != 0 && l.state.n_groups != 1)
-      throw InputError("--tp " + std::to_string(par.tp) + " does not divide the " + std::to_string(l.state.n_groups) +
-                       " Mamba groups (n_groups) of " + who + " (vLLM MambaMixer2 needs it, or a single group)");
+      throw InputError(tp_option + " " + std::to_string(par.tp) + " does not divide the " +
+                       std::to_string(l.state.n_groups) + " Mamba groups (n_groups) of " + who +
+                       " (vLLM MambaMixer2 needs it, or a single group)");
     if (is_state(l.kind) && l.state.ssm_heads % par.tp != 0)
-      throw InputError("--tp " + std::to_string(par.tp) + " does not divide the " + std::to_string(l.state.ssm_heads) +
-                       " state heads of " + who);
+      throw InputError(tp_option + " " + std::to_string(par.tp) + " does not divide the " +
+                       std::to_string(l.state.ssm_heads) + " state heads of " + who);
   }
 }
 

@@ -47,8 +47,9 @@ struct Parallel {
   bool expert_parallel = false;
   int ep = 0;  // with expert_parallel: the EP size; 0 = dp x tp (vLLM's)
 };
-// Throws InputError when tp (or dcp) does not divide the heads where it must.
-void check_parallel(const ModelSpec& spec, const Parallel& par);
+// Throws InputError when tp (or dcp) does not divide the heads where it must; `tp_option` names the TP
+// size in the message (size --decode-tp checks the decode side's).
+void check_parallel(const ModelSpec& spec, const Parallel& par, const std::string& tp_option = "--tp");
 
 // Cache bytes per token of one attention layer on one rank (0 for other kinds and for layers that
 // read another layer's cache). FP8 is per-tensor scaled (no stored scales); sparse MLA with any

@@ -11,6 +11,7 @@
 #include "sim/core/csv_fields.h"
 #include "sim/core/errors.h"
 #include "sim/core/input_file.h"
+#include "sim/core/units.h"
 
 namespace kvsim {
 namespace {
@@ -50,9 +51,7 @@ std::string CsvFile::where(size_t row, int col) const {
 double CsvFile::number(size_t row, int col) const {
   const std::string s = trim(rows[row][col]);
   if (s.empty()) throw InputError(where(row, col) + ": empty, expected a number");
-  // Decimal only: strtod would also take hex ("0x10" = 16), "inf" and "nan".
-  if (s.find_first_not_of("0123456789+-.eE") != std::string::npos)
-    throw InputError(where(row, col) + ": not a number ('" + s + "')");
+  if (!decimal_text(s)) throw InputError(where(row, col) + ": not a number ('" + s + "')");
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(s.c_str(), &end);

@@ -84,8 +84,7 @@ class Reader {
     try {
       size_t used = 0;
       const std::string s = n.Scalar();
-      // Decimal only: stod would read "0x10" as 16, "inf" and "nan" too.
-      if (s.find_first_not_of("0123456789+-.eE") != std::string::npos) throw std::invalid_argument(s);
+      if (!decimal_text(s)) throw std::invalid_argument(s);
       double v = std::stod(s, &used);
       if (used != s.size() || !std::isfinite(v)) throw std::invalid_argument(s);
       return v;
@@ -106,9 +105,8 @@ class Reader {
     double v = 0;
     size_t used = 0;
     try {
-      // A bare number is decimal (stod would read "0x10" as 16, "inf" and "nan" too); anything else goes
-      // to parse_duration (a number with a unit).
-      if (s.find_first_not_of("0123456789+-.eE ") == std::string::npos) v = std::stod(s, &used);
+      // A bare decimal number is seconds; anything else goes to parse_duration (a number with a unit).
+      if (decimal_text(s)) v = std::stod(s, &used);
     } catch (const std::invalid_argument&) {
       used = 0;
     } catch (const std::out_of_range&) {
@@ -639,12 +637,10 @@ ClusterSettings read_cluster(const Reader& r, const YAML::Node& root, const Scen
                "unknown decider " + quote_for_message(ds.decider) + " (known: always, dynamo, llm_d, never)");
     }
     // A decider's options under another decider would be read and never used.
-    for (const char* key : {"threshold", "max_local_prefill", "max_prefill_queue"}) {
-      const bool llm_d_key = std::string(key) == "threshold";
-      const char* owner = llm_d_key ? "llm_d" : "dynamo";
+    for (const auto& [key, owner] :
+         {std::pair{"threshold", "llm_d"}, {"max_local_prefill", "dynamo"}, {"max_prefill_queue", "dynamo"}})
       if (d[key] && ds.decider != owner)
         r.fail(k(key), std::string("an option of decider ") + owner + ", not of " + ds.decider);
-    }
     if (d["threshold"]) ds.threshold = r.integer(d["threshold"], k("threshold"), 0, int64_t{1} << 40);
     if (d["max_local_prefill"])
       ds.max_local_prefill = r.integer(d["max_local_prefill"], k("max_local_prefill"), 0, int64_t{1} << 40);

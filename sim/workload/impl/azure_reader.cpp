@@ -7,6 +7,7 @@
 
 #include "sim/core/csv_fields.h"
 #include "sim/core/errors.h"
+#include "sim/core/time.h"
 #include "sim/workload/content_ids.h"
 #include "sim/workload/impl/trace_reader.h"
 #include "sim/workload/impl/trace_readers.h"
@@ -145,10 +146,8 @@ int64_t parse_wall_clock_ns(std::string_view t, const std::string& field) {
   }
   const std::string_view rest = t.substr(pos);
   if (!rest.empty() && rest != "Z" && rest != "+00:00") throw bad("unexpected trailing text");
-  static constexpr int kDaysIn[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   if (month < 1 || month > 12) throw bad("month out of range");
-  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  if (day < 1 || day > kDaysIn[month - 1] || (month == 2 && day == 29 && !leap)) throw bad("day out of range");
+  if (!valid_civil_date(year, month, day)) throw bad("day out of range");
   if (hour > 23 || minute > 59 || second > 59) throw bad("time of day out of range");
   const int64_t secs = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
   // int64 nanoseconds since 1970 span 1677-09-21 .. 2262-04-11: beyond them the product wraps.
