@@ -1,6 +1,6 @@
 // kvsim: a discrete-event simulator of LLM serving built around the KV cache.
-// Subcommands: size, run, sweep, bench, calibrate, validate. Bad input prints one line "kvsim: error: ..." and exits
-// with 2.
+// Subcommands: size, run, step, sweep, bench, calibrate, validate. Bad input prints one line "kvsim: error: ..." and
+// exits with 2.
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -21,6 +21,7 @@ const char* kUsage =
     "commands:\n"
     "  size CONFIG.json...   exact KV cache, state, weights and capacity per model\n"
     "  run SCENARIO.yaml     replay a workload through a vLLM-like engine or a cluster of them\n"
+    "  step SCENARIO.yaml    the time of one engine step for a batch you name, split by operator\n"
     "  sweep SWEEP.yaml      run a scenario over axes of keys (threads, shards, MPI) into one table\n"
     "  bench                 replay the Mooncake conversation trace and report simulator speed (--suite: all targets)\n"
     "  calibrate             fit the calibrated latency model and report the fit error per operator\n"

@@ -11,6 +11,7 @@
 #include "sim/app/parallel_plan.h"
 #include "sim/app/startup_check.h"
 #include "sim/cluster/cluster.h"
+#include "sim/core/check.h"
 #include "sim/core/errors.h"
 #include "sim/core/sim_context.h"
 #include "sim/core/units.h"
@@ -236,6 +237,56 @@ std::string latency_tables_dir(const std::string& hardware_dir) {
   return (p.parent_path() / "latency").string();
 }
 
+namespace {
+
+// The latency model pool p's instances share (resolved engine cfg on gpu).
+std::unique_ptr<ILatencyModel> pool_latency_model(const Scenario& s, const PoolSettings& p, const ModelSpec& model,
+                                                  const EngineConfig& cfg, const GpuSpec& gpu,
+                                                  const HardwareCatalog& hw) {
+  const ResolveContext where = pool_context(s, p);
+  LatencyModelSpec lm;
+  lm.name = p.engine.latency_model;
+  lm.tp = p.engine.tensor_parallel_size;
+  const std::optional<DType> forced = weight_override(
+      model, resolve_weight_dtype(p.engine.weight_dtype, s.path + ": " + where.engine_key + ".weight_dtype"));
+  lm.weight_dtype = served_weight_dtype(model, forced);
+  if (!forced) {  // as quantization_config stores them
+    lm.weight_bits = checkpoint_weight_bits(model);
+    lm.dense_weights_16bit = checkpoint_dense_weights_16bit(model);
+  }
+  lm.fp8_block_scaled = fp8_block_scaled(p.engine.weight_dtype);
+  lm.mla_module_rows = p.engine.mla_attention == "module_rows";
+  lm.dsa_module_rows = p.engine.mla_attention != "roofline";
+  lm.moe_routing =
+      resolve_moe_routing(p.engine.moe_routing, model.architecture, s.path + ": " + where.engine_key + ".moe_routing");
+  lm.kv_dtype = resolve_kv_dtype(model, p.engine.kv_cache_dtype, s.path + ": " + where.engine_key + ".kv_cache_dtype");
+  lm.tables_dir = latency_tables_dir(s.hardware_dir);  // <hardware_dir>/../latency (models/latency)
+  lm.engine_kind = p.engine.kind;
+  lm.engine_version = p.engine.version;
+  lm.block_size = cfg.layout.block_size;
+  lm.default_block_size = cfg.default_block_size;
+  lm.block_cost = p.engine.paged_block_cost;
+  lm.max_num_seqs = cfg.max_num_seqs;
+  lm.max_num_batched_tokens = cfg.max_num_batched_tokens;
+  lm.parallel = resolve_parallel_plan(p.engine, gpu, hw, s.path + ": " + where.engine_key);
+  return make_latency_model(lm, model, gpu, s.path + ": " + where.engine_key + ".latency_model");
+}
+
+}  // namespace
+
+PoolModel build_pool_model(const Scenario& s, size_t pool) {
+  KVSIM_CHECK(pool < s.cluster.pools.size(), "build_pool_model: no such pool");
+  PoolModel m;
+  m.model = read_model_config(s.model);
+  const HardwareCatalog hw = load_hardware_catalog(s.hardware_dir);
+  const PoolSettings& p = s.cluster.pools[pool];
+  const GpuSpec& gpu = lookup_gpu(hw, p.gpu, s.path + ": " + pool_context(s, p).gpu_key);
+  m.gpu = gpu.name;
+  m.engine = resolve_pool(s, p, m.model, hw);
+  m.latency = pool_latency_model(s, p, m.model, m.engine, gpu, hw);
+  return m;
+}
+
 SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, double)> progress) {
   RunOptions o;
   o.progress = std::move(progress);
@@ -259,33 +310,7 @@ SimulationResult run_simulation(const Scenario& s, const RunOptions& options) {
     const ResolveContext where = pool_context(s, p);
     const GpuSpec& gpu = lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key);
     EngineConfig cfg = resolve_pool(s, p, res.model, hw);
-    LatencyModelSpec lm;
-    lm.name = p.engine.latency_model;
-    lm.tp = p.engine.tensor_parallel_size;
-    const std::optional<DType> forced = weight_override(
-        res.model, resolve_weight_dtype(p.engine.weight_dtype, s.path + ": " + where.engine_key + ".weight_dtype"));
-    lm.weight_dtype = served_weight_dtype(res.model, forced);
-    if (!forced) {  // as quantization_config stores them
-      lm.weight_bits = checkpoint_weight_bits(res.model);
-      lm.dense_weights_16bit = checkpoint_dense_weights_16bit(res.model);
-    }
-    lm.fp8_block_scaled = fp8_block_scaled(p.engine.weight_dtype);
-    lm.mla_module_rows = p.engine.mla_attention == "module_rows";
-    lm.dsa_module_rows = p.engine.mla_attention != "roofline";
-    lm.moe_routing = resolve_moe_routing(p.engine.moe_routing, res.model.architecture,
-                                         s.path + ": " + where.engine_key + ".moe_routing");
-    lm.kv_dtype =
-        resolve_kv_dtype(res.model, p.engine.kv_cache_dtype, s.path + ": " + where.engine_key + ".kv_cache_dtype");
-    lm.tables_dir = latency_tables_dir(s.hardware_dir);  // <hardware_dir>/../latency (models/latency)
-    lm.engine_kind = p.engine.kind;
-    lm.engine_version = p.engine.version;
-    lm.block_size = cfg.layout.block_size;
-    lm.default_block_size = cfg.default_block_size;
-    lm.block_cost = p.engine.paged_block_cost;
-    lm.max_num_seqs = cfg.max_num_seqs;
-    lm.max_num_batched_tokens = cfg.max_num_batched_tokens;
-    lm.parallel = resolve_parallel_plan(p.engine, gpu, hw, s.path + ": " + where.engine_key);
-    latency.push_back(make_latency_model(lm, res.model, gpu, s.path + ": " + where.engine_key + ".latency_model"));
+    latency.push_back(pool_latency_model(s, p, res.model, cfg, gpu, hw));
     PoolRun run;
     run.info.name = p.name;
     run.info.role = p.role;

@@ -13,6 +13,7 @@
 #include "sim/metrics/summary.h"
 #include "sim/model/hardware.h"
 #include "sim/model/model_spec.h"
+#include "sim/perf/i_latency_model.h"
 #include "sim/scenario/scenario.h"
 
 namespace kvsim {
@@ -79,6 +80,16 @@ void check_scenario(const Scenario& s, CheckCache* cache = nullptr);
 // The calibrated latency model's table folder for a hardware catalog folder: its sibling "latency"
 // (models/hardware -> models/latency).
 std::string latency_tables_dir(const std::string& hardware_dir);
+
+// One pool's resolved engine and the latency model its instances run with, built as run_simulation builds
+// them (`kvsim step` prices single steps with it). Throws InputError where a run would.
+struct PoolModel {
+  ModelSpec model;
+  EngineConfig engine;
+  std::string gpu;
+  std::unique_ptr<ILatencyModel> latency;
+};
+PoolModel build_pool_model(const Scenario& s, size_t pool);
 
 // Runs the scenario to the end. `progress(done_requests, sim_seconds)` is called as requests finish.
 SimulationResult run_simulation(const Scenario& s, std::function<void(int64_t, double)> progress = {});

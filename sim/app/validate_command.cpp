@@ -10,6 +10,7 @@
 
 #include "sim/app/commands.h"
 #include "sim/app/simulation.h"
+#include "sim/app/step_report.h"
 #include "sim/core/errors.h"
 #include "sim/core/input_file.h"
 #include "sim/core/time.h"
@@ -76,6 +77,30 @@ std::string disaggregated_suffix(const DisaggregatedPoint& d, const RunCollector
                 d.prefill_workers, d.prefill_tp, d.decode_workers, d.decode_tp, d.topology.c_str(),
                 static_cast<long long>(n), n > 0 ? pull_ms / static_cast<double>(n) : 0.0);
   return buf;
+}
+
+// --explain: the step table (step_report.h) of the point's steady decode step, its concurrency spread over
+// the decode pool's engines (DP ranks, decode workers) at isl + osl / 2 cached, and of one whole prompt's
+// prefill step, each from the pool that runs it.
+void explain_point(const Scenario& s, const ValidationPoint& p, std::ostream& out) {
+  const size_t decode_pool = s.cluster.pools.size() - 1;  // a disaggregated point's decode pool, else the only one
+  const PoolSettings& d = s.cluster.pools[decode_pool];
+  const int64_t engines = d.instances;  // DP ranks are instances of their own (scenario.cpp)
+  StepRequest decode;
+  decode.decodes = (p.concurrency + engines - 1) / engines;
+  decode.context = p.isl + p.osl / 2;
+  StepRequest prefill;
+  prefill.prefills = 1;
+  prefill.prefill_tokens = p.isl;
+  if (decode_pool == 0) {
+    print_step_table(build_pool_model(s, 0), {decode, prefill}, out);
+  } else {
+    out << "prefill pool:\n";
+    print_step_table(build_pool_model(s, 0), {prefill}, out);
+    out << "decode pool:\n";
+    print_step_table(build_pool_model(s, decode_pool), {decode}, out);
+  }
+  out << "\n";
 }
 
 }  // namespace
@@ -347,6 +372,9 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
      "committed sets state 11.6 (vLLM PR #54628's client - server TTFT, openai-chat; models/latency/README.md, "
      "\"Client-side TTFT\"); default 0")
     ("latency-model", po::value<std::string>()->default_value("calibrated"), "calibrated | roofline")
+    ("explain", "after each point, the step table of `kvsim step` for its steady decode step (its concurrency over "
+     "the engines that decode it, each request at isl + osl / 2 cached) and one whole-prompt prefill step: what "
+     "the predicted TPOT and TTFT are made of, operator by operator")
     ("hardware-dir", po::value<std::string>()->default_value(kDefaultHardwareDir), "hardware catalog directory")
     ("points", po::value<std::string>(), "the CSV of measured points (positional)");
   // clang-format on
@@ -390,6 +418,7 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
   if (vm.count("client-ttft-ms"))
     protocol.client_ttft_ms = parse_client_ttft_ms(vm["client-ttft-ms"].as<std::string>(), "--client-ttft-ms");
   const std::string lm = vm["latency-model"].as<std::string>();
+  const bool explain = vm.count("explain") > 0;
   if (lm != "calibrated" && lm != "roofline")
     throw InputError("--latency-model: unknown model '" + lm + "' (known: calibrated, roofline)");
   const std::string hw = vm["hardware-dir"].as<std::string>();
@@ -461,6 +490,7 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
                   (row.tpot - p.tpot_ms) / p.tpot_ms * 100);
     out << buf << (p.disagg ? disaggregated_suffix(*p.disagg, *r.collector, first_id) : "")
         << parallel_suffix(p.parallel, p.tp) << "\n";
+    if (explain) explain_point(s, p, out);
     rows.push_back(row);
   }
   out << "\nabsolute relative error (%), " << protocol.warmup_per_slot << " + " << protocol.requests_per_slot

@@ -5,19 +5,12 @@
 
 #include "sim/core/check.h"
 #include "sim/core/errors.h"
+#include "sim/perf/batch_shape.h"
 
 namespace kvsim {
 namespace {
 constexpr uint32_t kTagSchedule = 0x10;
 constexpr uint32_t kTagStepDone = 0x11;
-
-// Sum over query positions q in (c, c + n] of min(q, w): keys seen by each new token under a window.
-double windowed_pairs(int64_t c, int64_t n, int64_t w) {
-  const auto sum_to = [](int64_t a) { return static_cast<double>(a) * static_cast<double>(a + 1) / 2.0; };
-  if (c + n <= w) return sum_to(c + n) - sum_to(c);
-  if (c >= w) return static_cast<double>(n) * static_cast<double>(w);
-  return sum_to(w) - sum_to(c) + static_cast<double>(c + n - w) * static_cast<double>(w);
-}
 }  // namespace
 
 EngineInstance::EngineInstance(SimContext& ctx, EngineConfig config, const ILatencyModel& latency, IRecordSink& sink)
@@ -235,7 +228,6 @@ BatchShape EngineInstance::batch_shape() const {
     const EngineRequest& r = scheduler_.request(s.slot);
     const int64_t c = s.num_computed_before;
     const int64_t n = s.num_tokens;
-    b.num_tokens += n;
     if (state) {
       ++b.state_requests;
       // vLLM preprocess_mamba: a step that crosses into a new block column first copies the state
@@ -247,27 +239,10 @@ BatchShape EngineInstance::batch_shape() const {
         b.state_copy_bytes += kv.state_bytes() * (config_.mamba_cache_mode == MambaCacheMode::kAll ? crossed : 1);
     }
     const bool decode = n == 1 && c >= r.prompt_tokens;
-    if (decode) {
-      ++b.num_decode_requests;
-      b.decode_context_tokens += c + 1;
-      b.decode_context_tokens_windowed += window_ > 0 ? std::min<int64_t>(c + 1, window_) : c + 1;
-      if (topk > 0) b.decode_context_tokens_sparse += std::min<int64_t>(c + 1, topk);
-    } else {
-      ++b.num_prefill_requests;
-      b.num_prefill_tokens += n;
-      // chunk x (computed_before + (chunk + 1) / 2) = sum of q over (c, c + n].
-      const double pairs = static_cast<double>(n) * (static_cast<double>(c) + static_cast<double>(n + 1) / 2.0);
-      b.prefill_attn_pairs += pairs;
-      b.prefill_attn_pairs_windowed += window_ > 0 ? windowed_pairs(c, n, window_) : pairs;
-      // Keys the chunk reads: everything computed before it plus itself (capped by the window).
-      b.prefill_context_tokens += c + n;
-      b.prefill_context_tokens_windowed += window_ > 0 ? std::min<int64_t>(c + n, window_) : c + n;
-      // DSA: each query attends to the indexer's top-k earlier tokens, the same sum as a window.
-      if (topk > 0) {
-        b.prefill_attn_pairs_sparse += windowed_pairs(c, n, topk);
-        b.prefill_context_tokens_sparse += std::min<int64_t>(c + n, topk);
-      }
-    }
+    if (decode)
+      add_decode(b, c, window_, topk);
+    else
+      add_prefill_chunk(b, c, n, window_, topk);
   }
   return b;
 }
