@@ -99,14 +99,18 @@ int run_step_command(const std::vector<std::string>& args, std::ostream& out) {
   if (base.context + 1 > m.engine.max_model_len || base.prefill_cached + base.prefill_tokens > m.engine.max_model_len)
     throw InputError("step: a request longer than the engine's max_model_len " +
                      std::to_string(m.engine.max_model_len) + " tokens");
+  out << "step: " << m.model.name << " on " << m.gpu << ", TP " << p.engine.tensor_parallel_size << ", "
+      << p.engine.kind << ", latency model " << m.latency->name() << " (pool " << p.name << ")\n";
+  // A run never schedules these; the tool prices them all the same (what a larger setting would cost).
   for (int64_t d : decodes) {
     if (d + base.prefills > m.engine.max_num_seqs)
       out << "note: " << d + base.prefills << " requests exceed the engine's max_num_seqs " << m.engine.max_num_seqs
           << "; priced anyway\n";
+    if (d + base.prefills * base.prefill_tokens > m.engine.max_num_batched_tokens)
+      out << "note: " << d + base.prefills * base.prefill_tokens
+          << " tokens exceed the engine's max_num_batched_tokens " << m.engine.max_num_batched_tokens
+          << "; priced anyway\n";
   }
-
-  out << "step: " << m.model.name << " on " << m.gpu << ", TP " << p.engine.tensor_parallel_size << ", "
-      << p.engine.kind << ", latency model " << m.latency->name() << " (pool " << p.name << ")\n";
   std::vector<StepRequest> lines;
   for (int64_t d : decodes) {
     StepRequest q = base;
