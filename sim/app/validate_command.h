@@ -26,6 +26,9 @@ struct ValidationPoint {
   std::string kv_dtype = "auto";  // the `kv_dtype` column (bf16, fp8, ...); empty or auto: engine default
   // gemm_quant_mode or moe_quant_mode is fp8_block (block-scaled FP8 weights; --fp8-block-columns).
   bool fp8_block = false;
+  // The FP4 format a quant-mode column names for `fp4` weights (nvfp4 or mxfp4; "" = none named): what
+  // an `fp4` row runs as on a checkpoint not stored in FP4 (validation_scenario).
+  std::string fp4_format;
   bool gpu_fp8 = false;          // the GPU has an FP8 peak (fp8_flops > 0: SM >= 89 on NVIDIA)
   std::string checkpoint_quant;  // the model config's quantization_config.quant_method ("" = none)
   int tp = 1;

@@ -47,17 +47,25 @@ MoeTable::MoeTable(const std::vector<MoePoint>& points, const PeakRates& peak) {
 
 const MoeTable::Curve& MoeTable::nearest_curve(const MoeShape& q) const {
   KVSIM_CHECK(!shapes_.empty(), "MoeTable queried without rows");
-  auto dist = [&](const MoeShape& s) {
-    return std::abs(std::log(s.hidden / q.hidden)) + std::abs(std::log(s.inter / q.inter)) +
+  // The model's own dimensions (hidden, experts, topk) and the layout's (inter per rank, ep).
+  auto model_dist = [&](const MoeShape& s) {
+    return std::abs(std::log(s.hidden / q.hidden)) +
            std::abs(std::log(static_cast<double>(s.num_experts) / q.num_experts)) +
-           std::abs(std::log(static_cast<double>(s.topk) / q.topk)) +
+           std::abs(std::log(static_cast<double>(s.topk) / q.topk));
+  };
+  auto dist = [&](const MoeShape& s) {
+    return model_dist(s) + std::abs(std::log(s.inter / q.inter)) +
            std::abs(std::log(static_cast<double>(s.ep) / std::max(q.ep, 1)));
   };
   const Curve* best = &shapes_.front();
   double d_best = dist(best->shape);
   for (const Curve& c : shapes_) {
     const double d = dist(c.shape);
-    if (d < d_best) {  // strict: the first of equal distances (map order) wins, deterministically
+    // Equal distances: the shape of the query's own model first (an EP x moe-TP layout ties its EP-only
+    // and TP-only neighbours with other models' shapes: Qwen3-235B at EP 2 x moe-TP 2 read Qwen3-30B's
+    // curve, 1.4 x its own); then the first in map order, deterministically.
+    const bool tie = std::abs(d - d_best) <= 1e-9 * std::max(1.0, d_best);
+    if ((!tie && d < d_best) || (tie && model_dist(c.shape) < model_dist(best->shape) - 1e-12)) {
       d_best = d;
       best = &c;
     }

@@ -4,7 +4,8 @@
 //   * rows are grouped by shape per GPU: (hidden, inter / moe_tp, topk, num_experts, moe_ep);
 //   * a query takes the nearest measured shape (sum of |log ratio| over hidden, inter, experts, topk,
 //     ep): an exact shape exactly, an EP x moe-TP layout (no such rows: the collector skips them) the
-//     nearest of its EP-only and TP-only neighbours;
+//     nearest of its EP-only and TP-only neighbours (on equal distances the query model's own shape
+//     first, then map order);
 //   * along that shape's rows the utilisation u = SOL / latency is interpolated linearly in
 //     log(tokens per expert), tokens per expert = num_tokens x topk / num_experts, and held beyond
 //     the measured range, so the kernel's low efficiency at a few tokens per expert is measured, not

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "sim/app/simulation.h"
@@ -117,6 +118,39 @@ TEST(ValidateDtypeColumns, Fp8BlockQuantModeRunsBlockScaledFp8) {
   EXPECT_EQ(validation_scenario(ps[2], on, "models/hardware", "calibrated").engine.weight_dtype, "fp8");
   expect_error("vdt_block_bad.csv", r + "nvfp4,,fp8_block\n",
                "column 'moe_quant_mode': fp8_block contradicts the row's weight dtype 'nvfp4'", h);
+}
+
+// An `fp4` row whose quant-mode columns name NVFP4 runs as NVFP4 (4.5 bits a weight with its FP8 scale per
+// 16) on a checkpoint not stored in FP4, and as the checkpoint stores it on one that is (gpt-oss's MXFP4).
+// Its experts then read the measured NVFP4 row as it is: Qwen3.5-397B on B200, TP 4 (moe_tp 4), a decode
+// step of 4 tokens reads models/latency/b200/moe_nvfp4_power_law.csv's row
+// "4,4096,1024,10,512,4,1,power_law_1.2,0.03152639865875244" (Qwen3.5's exponent 1.2) on each of its 60 MoE
+// layers: 60 x 0.0315264 = 1.8916 ms. Plain 4.0-bit fp4 read the same row 4.0 / 4.5 as long.
+TEST(ValidateDtypeColumns, Fp4RowsRunAsTheFormatTheirQuantModeNames) {
+  const std::string h =
+      "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,engine,weight_dtype,gemm_quant_mode,moe_quant_mode\n";
+  const std::string q = "models/latency/configs/qwen3.5-397b-a17b.json,b200,4,1000,200,4,100,8,sglang,";
+  const std::string g = "models/gpt-oss-120b.json,b200,1,1000,200,4,100,8,vllm,";
+  const auto ps = read_validation_points(
+      write_temp("vdt_fp4.csv", h + q + "fp4,nvfp4,nvfp4\n" + q + "fp4,,\n" + g + "fp4,nvfp4,nvfp4\n"),
+      "models/hardware");
+  ASSERT_EQ(ps.size(), 3u);
+  EXPECT_EQ(validation_scenario(ps[0], ValidationProtocol{}, "models/hardware", "calibrated").engine.weight_dtype,
+            "nvfp4");
+  EXPECT_EQ(validation_scenario(ps[1], ValidationProtocol{}, "models/hardware", "calibrated").engine.weight_dtype,
+            "fp4");
+  EXPECT_EQ(validation_scenario(ps[2], ValidationProtocol{}, "models/hardware", "calibrated").engine.weight_dtype,
+            "fp4");  // gpt-oss: MXFP4 as stored
+  const testing::CliResult r =
+      testing::run_kvsim("validate --explain " + write_temp("vdt_fp4_one.csv", h + q + "fp4,nvfp4,nvfp4\n"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const size_t line = r.out.find("\n       4     1100");
+  ASSERT_NE(line, std::string::npos) << r.out;
+  std::istringstream f(r.out.substr(line + 1));
+  double v[10];
+  for (double& x : v) f >> x;
+  EXPECT_NEAR(v[9], 60 * 0.03152639865875244, 1e-4) << r.out;  // the moe column
+  expect_error("vdt_fp4_bad.csv", q + "fp4,nvfp4,mxfp4\n", "column 'moe_quant_mode': mxfp4 contradicts", h);
 }
 
 // The KV dtype rules for rows whose kv_dtype column is empty (point_kv_dtype). aiconfigurator's dates:

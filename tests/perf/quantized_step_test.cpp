@@ -306,6 +306,26 @@ TEST(MoeTable, LooksUpTheMeasuredEfficiencyAtTheTokensPerExpert) {
   EXPECT_EQ(table.nearest({2048, 760, 8, 128}).inter, 768);
 }
 
+// An EP x moe-TP query with no rows of its own (Qwen3-235B's experts, h 4096, I 1536, E 128, top-8, at EP 2 x
+// moe-TP 2: 768 columns a rank) is as far (ln 2) from its TP-only neighbour (moe-TP 2, EP 1: 768 columns),
+// its EP-only neighbour (EP 2: 1,536 columns) and another model's shape at EP 2 (Qwen3-30B: h 2048, 768
+// columns). It reads its own model's curve (moe_table.h: "the nearest of its EP-only and TP-only
+// neighbours"), the TP-only one first in map order; before, the other model's came first in map order.
+TEST(MoeTable, AnEpByTpLayoutReadsItsOwnModelsNeighbourOnATie) {
+  const PeakRates bf16{989e12, 3.35e12, 2.0};
+  const std::vector<MoePoint> rows = {
+      {16, 2048, 768, 8, 128, 1, 2, 1e-4},   // another model at EP 2
+      {16, 4096, 1536, 8, 128, 2, 1, 2e-4},  // TP-only neighbour: moe_tp 2 -> 768 columns
+      {16, 4096, 1536, 8, 128, 1, 2, 3e-4},  // EP-only neighbour
+  };
+  const MoeTable table(rows, bf16);
+  const MoeShape q{4096, 768, 8, 128, 2};
+  const MoeShape n = table.nearest(q);
+  EXPECT_EQ(n.hidden, 4096);
+  EXPECT_EQ(n.inter, 768);
+  EXPECT_EQ(n.ep, 1);
+}
+
 // The step the MoE tests price: 64 decode requests of 1,000 cached tokens each.
 BatchShape decode_64() {
   BatchShape b;
