@@ -146,7 +146,8 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   std::set<std::string> gdn_keys;
   // Parameters the explicit GEMMs account for (per token, whole model, TP 1), to size the rest.
   double explicit_params = 0;
-  int other_layers = 0;  // MLA and state layers: their projections take the remaining parameters
+  int other_layers = 0;          // MLA and state layers: their projections take the remaining parameters
+  double replicated_params = 0;  // of those, held whole by every TP rank (MLA latent down-projections)
   std::map<std::tuple<int, int, int>, AttentionGroup> groups;  // (kv_local, head_dim, window)
   for (const LayerSpec& l : m.layers) {
     const auto& a = l.attn;
@@ -170,7 +171,16 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
       case LayerKind::kMla:
       case LayerKind::kSparseMla:
         ++mla_layers_;
-        if (!mla_module_) ++other_layers;  // else the module rows hold the projections
+        if (!mla_module_) {
+          ++other_layers;  // else the module rows hold the projections
+          // vLLM keeps the latent down-projections whole on every TP rank (deepseek_v2.py: q_a_proj and
+          // kv_a_proj_with_mqa are ReplicatedLinear; fused_qkv_a_proj when q_lora_rank is set), as sizing
+          // counts them (params.cpp mla_params).
+          if (a.q_lora_rank > 0)
+            replicated_params += h * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim);
+          else
+            replicated_params += h * (a.kv_lora_rank + a.qk_rope_head_dim);
+        }
         mla_flops_per_pair_ = qh_local * (2.0 * (a.kv_lora_rank + a.qk_rope_head_dim) + 2.0 * a.kv_lora_rank);
         // Prefill of a dense MLA layer runs as MHA on the up-projected keys and values (vLLM MLACommonImpl
         // _forward_prefill: kv_b_proj, then flash attention with head size qk_nope + rope, values v_head_dim):
@@ -206,7 +216,10 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
     }
     if (l.moe && m.num_experts > 0) {
       ++moe_layers_;
-      token_gemms_.push_back({static_cast<double>(m.num_experts), h, 1});  // router, replicated
+      // The router, replicated and unquantised: vLLM builds the gate with quant_config=None
+      // (deepseek_v2.py / qwen3_moe.py `self.gate = ReplicatedLinear(..., quant_config=None)`), as sizing
+      // counts it (params.cpp: routers 16-bit).
+      token_gemms_.push_back({static_cast<double>(m.num_experts), h, 1, true});
       explicit_params += h * m.num_experts + 3.0 * h * static_cast<double>(m.moe_intermediate_size) *
                                                  std::min(m.experts_per_token, m.num_experts);
       if (m.shared_expert_intermediate_size > 0) {
@@ -227,7 +240,8 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
   const double rest = active - embed - (m.tie_word_embeddings ? 0.0 : embed) - explicit_params;
   Gemm dsa_projections{};
   if (other_layers > 0 && rest > 0) {
-    const Gemm g{rest / (other_layers * h) / tp_, h, static_cast<double>(other_layers)};
+    const double replicated = std::min(replicated_params, rest);
+    const Gemm g{((rest - replicated) / tp_ + replicated) / (other_layers * h), h, static_cast<double>(other_layers)};
     // With the DSA decode rows the (DSA-only) other layers' projections are in the rows for decode tokens.
     if (dsa_module_)
       dsa_projections = g;
@@ -350,8 +364,12 @@ double CalibratedLatencyModel::gemm_seconds(double m, double n, double k) const 
   if (!gemm_.empty()) {
     const double t = gemm_.seconds(m, n, k);
     if (weight_peak_.flops == bf16_peak_.flops && wb == 2.0) return t;
-    return t * sol_weights(m, n, k, weight_peak_.flops, weight_peak_.bytes_per_s, wb) /
-           sol_weights(m, n, k, bf16_peak_.flops, bf16_peak_.bytes_per_s, 2.0);
+    // The part above the fitted per-call floor scales with SOL; the floor (launch, prologue, tail) does not:
+    // scaled whole, a B200 FP8 GEMM at m = 8 came to 0.50 x BF16, where every low-precision row B200 has at
+    // m <= 64 measures at least 0.83 x (NVFP4 rows, 0.28 x the bytes; models/latency/README.md).
+    const double floor = std::min(cal_.gemm.floor_s, t);
+    return floor + (t - floor) * sol_weights(m, n, k, weight_peak_.flops, weight_peak_.bytes_per_s, wb) /
+                       sol_weights(m, n, k, bf16_peak_.flops, bf16_peak_.bytes_per_s, 2.0);
   }
   return cal_.gemm.floor_s + std::max(2 * m * n * k / (cal_.gemm.eta_compute * weight_peak_.flops),
                                       (wb * n * k + 2 * (m * k + m * n)) / (cal_.gemm.eta_memory * gpu_.hbm_bandwidth));
@@ -359,7 +377,8 @@ double CalibratedLatencyModel::gemm_seconds(double m, double n, double k) const 
 
 double CalibratedLatencyModel::linear_at(double m) const {
   double t = 0;
-  for (const Gemm& g : token_gemms_) t += g.count * gemm_seconds(m, g.n, g.k);
+  for (const Gemm& g : token_gemms_)
+    t += g.count * (g.bf16 ? bf16_gemm_seconds(m, g.n, g.k) : gemm_seconds(m, g.n, g.k));
   t += memory_ops_ * cal_.gemm.floor_s + m * memory_op_bytes_per_token_ / (cal_.gemm.eta_memory * gpu_.hbm_bandwidth);
   return t;
 }
@@ -399,7 +418,11 @@ double CalibratedLatencyModel::attention_decode(const AttentionGroup& g, const B
   if (g.decode)
     return g.layers *
            (g.decode->per_call_s + g.decode->per_request_s * reqs + kv_scale_ * g.decode->per_context_token_s * ctx);
-  return g.layers * (cal_.gemm.floor_s + ctx * g.kv_bytes_per_token / (cal_.attention_decode_eta * gpu_.hbm_bandwidth));
+  // A shape without rows: its bytes at the tables' achieved efficiency, no faster than the fastest decode
+  // call the GPU measures (B200 head-dim-64 layers came to 2.5-3.5 us with the GEMM floor, where every
+  // B200 decode row takes 6.57 us or more).
+  return g.layers *
+         (attention_decode_floor() + ctx * g.kv_bytes_per_token / (cal_.attention_decode_eta * gpu_.hbm_bandwidth));
 }
 
 double CalibratedLatencyModel::module_decode_seconds(const MlaModuleTable& rows, double floor_s,
@@ -470,8 +493,8 @@ CalibratedBreakdown CalibratedLatencyModel::breakdown(const BatchShape& b) const
       const double bytes = ctx * mla_kv_bytes_per_token_ + full * indexer_bytes_per_token_;
       const double flops = ctx * mla_flops_per_pair_ + full * indexer_flops_per_pair_;
       r.decode_attention_s +=
-          mla_layers_ * (cal_.gemm.floor_s + std::max(bytes / (cal_.attention_decode_eta * gpu_.hbm_bandwidth),
-                                                      flops / (cal_.attention_prefill_eta * gpu_.bf16_flops)));
+          mla_layers_ * (attention_decode_floor() + std::max(bytes / (cal_.attention_decode_eta * gpu_.hbm_bandwidth),
+                                                             flops / (cal_.attention_prefill_eta * gpu_.bf16_flops)));
     }
   }
   if (state_layers_ > 0 && gdn_rows_) {

@@ -112,8 +112,23 @@ class CalibratedLatencyModel final : public ILatencyModel {
   bool uses_gdn_kernel_rows() const { return gdn_rows_; }
   // The compute and memory limits of the hardware file for the dense GEMMs' weights (for tests).
   PeakRates peak_rates() const { return weight_peak_; }
+  // The token-level GEMMs of one step (n, k, count per step, kept in BF16), for tests.
+  struct GemmShape {
+    double n, k, count;
+    bool bf16;
+  };
+  std::vector<GemmShape> token_gemm_shapes() const {
+    std::vector<GemmShape> v;
+    for (const Gemm& g : token_gemms_) v.push_back({g.n, g.k, g.count, g.bf16});
+    return v;
+  }
 
  private:
+  // The per-call floor of a decode-attention kernel priced by roofline (a shape without rows, MLA): the
+  // fastest decode row of the GPU's tables, else the GEMM floor.
+  double attention_decode_floor() const {
+    return cal_.attention_decode_floor_s > 0 ? cal_.attention_decode_floor_s : cal_.gemm.floor_s;
+  }
   // One module-rows layer's decode in step b (MLA or DSA rows, their one-request floor).
   double module_decode_seconds(const MlaModuleTable& rows, double floor_s, const BatchShape& b) const;
   struct AttentionGroup {  // layers sharing one per-GPU shape
@@ -146,6 +161,7 @@ class CalibratedLatencyModel final : public ILatencyModel {
   int memory_ops_ = 0;                    // element-wise kernels per step
   struct Gemm {
     double n, k, count;
+    bool bf16 = false;  // kept in 16 bits whatever the weights' format (the MoE router)
   };
   std::vector<Gemm> token_gemms_;
   double vocab_ = 0;

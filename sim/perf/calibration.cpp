@@ -223,6 +223,9 @@ GpuCalibration calibrate_gpu(const LatencyTables& t, const GpuSpec& g, bool with
   if (with_holdout && !t.gemm.empty()) c.gemm_holdout = gemm_holdout(t, g);
   c.attention_prefill_eta = median_eta_prefill(t, g);
   c.attention_decode_eta = median_eta_decode(t, g);
+  for (const auto& p : t.generation_attention)
+    if (c.attention_decode_floor_s == 0 || p.seconds < c.attention_decode_floor_s)
+      c.attention_decode_floor_s = p.seconds;
   c.moe = fit_moe(t, g);
   return c;
 }

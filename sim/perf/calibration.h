@@ -56,6 +56,9 @@ struct GpuCalibration {
   // decode rows that read >= 256 MiB of KV.
   double attention_prefill_eta = 0;
   double attention_decode_eta = 0;
+  // The fastest decode-attention call the GPU's generation_attention rows measure (any shape, window or
+  // not): the least a decode-attention kernel of a shape without rows takes (0: no rows, the GEMM floor).
+  double attention_decode_floor_s = 0;
   std::optional<MoeFit> moe;
 };
 

@@ -31,7 +31,10 @@ MoeTable::MoeTable(const std::vector<MoePoint>& points, const PeakRates& peak) {
   }
   std::map<std::tuple<double, double, int, int, int>, std::map<double, double>> rows;
   for (const auto& [key, by_n] : sums)
-    for (const auto& [n, sc] : by_n) rows[key][n] = sc.first / sc.second;
+    for (const auto& [n, sc] : by_n) {
+      rows[key][n] = sc.first / sc.second;
+      if (min_call_s_ == 0 || rows[key][n] < min_call_s_) min_call_s_ = rows[key][n];
+    }
   for (const auto& [key, by_n] : rows) {
     Curve c;
     c.shape = {std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key)};
@@ -89,7 +92,7 @@ double MoeTable::utilisation(double n, const MoeShape& q) const {
 
 double MoeTable::seconds(double n, const MoeShape& q, const PeakRates& query_peak) const {
   if (n <= 0) return 0.0;
-  return moe_sol_seconds(n, q, query_peak) / utilisation(n, q);
+  return std::max(min_call_s_, moe_sol_seconds(n, q, query_peak) / utilisation(n, q));
 }
 
 }  // namespace kvsim

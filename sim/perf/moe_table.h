@@ -11,7 +11,7 @@
 //     the measured range, so the kernel's low efficiency at a few tokens per expert is measured, not
 //     assumed;
 //   * the answer is SOL(query) / u: a measured point comes back exactly, another shape borrows the
-//     utilisation of the nearest one.
+//     utilisation of the nearest one, but no call is faster than the table's fastest measured call.
 // SOL = max(6 N k h I / ep / peak, (touched x 3 h I x w_bytes + 4 N h x 2) / bandwidth), touched =
 // min(E, N x k) / ep local experts (balanced routing, as aiconfigurator's collector routes tokens),
 // w_bytes the stored bytes per expert weight. Rows measured under power-law routing (load_latency_tables'
@@ -50,8 +50,13 @@ class MoeTable {
   MoeShape nearest(const MoeShape& q) const;
   // Utilisation of the nearest shape at n tokens (tokens per expert of the query).
   double utilisation(double n, const MoeShape& q) const;
-  // Seconds of one call of n tokens with the query's shape, weights at `query_peak` (its own dtype).
+  // Seconds of one call of n tokens with the query's shape, weights at `query_peak` (its own dtype); no
+  // less than the fastest call the table measures (min_call_seconds).
   double seconds(double n, const MoeShape& q, const PeakRates& query_peak) const;
+  // The fastest call among the table's rows (any shape): a borrowed utilisation applied to a SOL divided
+  // by EP divides the kernel's fixed cost too, and an EP x moe-TP layout came below every measured call
+  // (DeepSeek-V3 at EP 8 x moe-TP 8 on B200 FP8: 7.8 us a layer at 4 tokens; the fastest row is 20.5 us).
+  double min_call_seconds() const { return min_call_s_; }
 
  private:
   struct Curve {
@@ -60,6 +65,7 @@ class MoeTable {
   };
   const Curve& nearest_curve(const MoeShape& q) const;
   std::vector<Curve> shapes_;
+  double min_call_s_ = 0;
 };
 
 }  // namespace kvsim
