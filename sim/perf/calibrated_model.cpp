@@ -180,6 +180,10 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
             replicated_params += h * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim);
           else
             replicated_params += h * (a.kv_lora_rank + a.qk_rope_head_dim);
+          // DSA's indexer projections too (wq_b, wk, weights_proj: ReplicatedLinear).
+          if (l.kind == LayerKind::kSparseMla)
+            replicated_params += static_cast<double>(a.q_lora_rank) * a.index_n_heads * a.index_head_dim +
+                                 h * (a.index_head_dim + a.index_n_heads);
         }
         mla_flops_per_pair_ = qh_local * (2.0 * (a.kv_lora_rank + a.qk_rope_head_dim) + 2.0 * a.kv_lora_rank);
         // Prefill of a dense MLA layer runs as MHA on the up-projected keys and values (vLLM MLACommonImpl
@@ -195,8 +199,10 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
         if (l.kind == LayerKind::kSparseMla) {
           // DSA: the indexer scores every earlier token and reads every indexer key; the MLA
           // attention itself reads the top-k keys (BatchShape *_sparse aggregates).
+          // The indexer is not split over TP (vLLM deepseek_v2.py Indexer: "no tensor parallel, just
+          // replicated"; n_local_heads = index_n_heads): every rank scores every pair with all its heads.
           sparse_mla_ = true;
-          indexer_flops_per_pair_ = 2.0 * a.index_n_heads * a.index_head_dim / tp_;
+          indexer_flops_per_pair_ = 2.0 * a.index_n_heads * a.index_head_dim;
           indexer_bytes_per_token_ = a.index_head_dim * kvb;
         }
         break;

@@ -110,5 +110,25 @@ TEST(OperatorFloors, RoutersInBf16AndMlaDownProjectionsWholeOnEveryRank) {
   EXPECT_EQ(routers, 58);  // one per MoE layer (layers 3-60)
 }
 
+// DeepSeek-V3.2's lightning indexer is not split over TP (vLLM deepseek_v2.py Indexer: "no tensor
+// parallel, just replicated"): a prefill whose cost is all indexer (2 x 64 heads x 128 FLOPs a query-key
+// pair; the sparse attention itself sees one pair) costs each rank the same at TP 1 and TP 8.
+TEST(OperatorFloors, TheDsaIndexerIsWholeOnEveryRank) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "h200");
+  const ModelSpec m = read_model_config(kRoot + "/models/deepseek-v3.2.json");
+  const CalibratedLatencyModel tp1(m, hw.gpu("h200"), 1, DType::kFp8, DType::kBf16, t, {});
+  const CalibratedLatencyModel tp8(m, hw.gpu("h200"), 8, DType::kFp8, DType::kBf16, t, {});
+  BatchShape b;
+  b.num_tokens = b.num_prefill_tokens = 65536;
+  b.num_prefill_requests = 1;
+  b.prefill_attn_pairs = 65536.0 * 65537 / 2;
+  b.prefill_attn_pairs_sparse = 1;
+  b.prefill_context_tokens = 65536;
+  const double a1 = tp1.breakdown(b).prefill_attention_s, a8 = tp8.breakdown(b).prefill_attention_s;
+  EXPECT_GT(a1, 1.0);  // 61 layers x 3.5e13 indexer FLOPs (2.1e15) at about half the BF16 peak: seconds
+  EXPECT_NEAR(a8 / a1, 1.0, 1e-6);
+}
+
 }  // namespace
 }  // namespace kvsim
