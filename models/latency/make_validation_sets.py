@@ -163,15 +163,29 @@ def main(path):
             notes.append("copies disagree on layout " + " / ".join("tp%d dp%d moe_tp%d ep%d" % l for l in layouts))
         if not r.consistent:
             notes.append("id says tp%s ep%s but fields give %d GPUs" % (r.id_tp, r.id_ep, gpus))
+        # Such a row is read with its id's layout (PROVENANCE.md, "Layout caveat"): the fields multiply the id's
+        # GPU count by f in the TP (or, with attention DP, the DP) size and in moe_tp; the id's EP size stands.
+        split = (tp, dp, moe_tp, ep)  # the held-out split and row_key stay on the recorded fields
+        if not r.consistent and group != "dense" and isinstance(r.id_ep, str) and r.id_ep.isdigit():
+            id_gpus, id_ep = int(float(r.id_tp)), int(r.id_ep)
+            f = (tp * dp) // id_gpus if id_gpus > 0 else 0
+            if f > 1 and f * id_gpus == tp * dp and (dp % f == 0 if dp > 1 else tp % f == 0) and id_gpus % id_ep == 0:
+                if dp > 1:
+                    dp //= f
+                else:
+                    tp //= f
+                ep, moe_tp = id_ep, id_gpus // id_ep
+                gpus = tp * dp * pp
+                notes[-1] += "; read as the id's layout tp%d dp%d moe_tp%d ep%d" % (tp, dp, moe_tp, ep)
         if r.system == "gb200":
             notes.append("GB200 NVL72: one NVLink domain")
-        ekey = (family(cfg), gpu, tp, int(r.isl), int(r.osl), int(r.conc))
+        ekey = (family(cfg), gpu, split[0], int(r.isl), int(r.osl), int(r.conc))
         also = earlier_file(earlier, ekey, float(r.silicon_ttft_ms))
         if also == "overhead_fit.csv":
             dropped_fit.append(r.id)
             continue
-        key = "|".join(str(x) for x in [r.family, r.system, r.backend, version, prec, tp, dp, moe_tp, ep, pp,
-                                         int(r.isl), int(r.osl), int(r.conc)])
+        key = "|".join(str(x) for x in [r.family, r.system, r.backend, version, prec, split[0], split[1], split[2],
+                                         split[3], pp, int(r.isl), int(r.osl), int(r.conc)])
         heldout = also == "" and int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % 5 == 0
         src = "%s %s; %s" % (AIC, SAMPLE, r.id)
         if len(g) > 1:
