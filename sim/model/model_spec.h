@@ -97,7 +97,10 @@ struct QuantScheme {
 struct ModelSpec {
   std::string name;  // file stem, e.g. "qwen3-8b"
   std::string path;
-  std::string model_type;    // config model_type (of text_config when nested)
+  std::string model_type;  // config model_type (of text_config when nested)
+  // Gated attention output (Qwen3-Next, Qwen3.5 attn_output_gate): q_proj also emits a gate per query
+  // head, 2 x heads x head_dim wide (params.cpp attention_params).
+  bool attn_output_gate = false;
   std::string architecture;  // architectures[0]
   std::vector<LayerSpec> layers;
 

@@ -157,9 +157,11 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
       case LayerKind::kFullAttention:
       case LayerKind::kSlidingWindow: {
         const double kv_local = std::max(1.0, static_cast<double>(a.num_kv_heads) / tp_);
-        token_gemms_.push_back({(qh_local + 2 * kv_local) * hd, h, 1});
+        // With a gated output q_proj emits the gate too (vLLM qwen3_next.py: q_proj of 2 x heads x head_dim).
+        const double q_width = m.attn_output_gate ? 2.0 : 1.0;
+        token_gemms_.push_back({(q_width * qh_local + 2 * kv_local) * hd, h, 1});
         token_gemms_.push_back({h, qh_local * hd, 1});
-        explicit_params += h * (q_heads + 2.0 * a.num_kv_heads) * hd + q_heads * hd * h;
+        explicit_params += h * (q_width * q_heads + 2.0 * a.num_kv_heads) * hd + q_heads * hd * h;
         const int window = l.kind == LayerKind::kSlidingWindow ? a.window : 0;
         AttentionGroup& grp = groups[{static_cast<int>(kv_local), static_cast<int>(hd), window}];
         ++grp.layers;

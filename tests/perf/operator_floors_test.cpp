@@ -130,5 +130,19 @@ TEST(OperatorFloors, TheDsaIndexerIsWholeOnEveryRank) {
   EXPECT_NEAR(a8 / a1, 1.0, 1e-6);
 }
 
+// Qwen3.5's full-attention layers gate their output (attn_output_gate: true): q_proj emits 2 x 32 heads x
+// 256. At TP 8 the fused QKV GEMM is (2 x 32 / 8 + 2 x max(1, 2 / 8)) x 256 = 2,560 wide, not 1,536.
+TEST(OperatorFloors, AGatedAttentionOutputWidensTheQueryProjection) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = load_latency_tables(kRoot + "/models/latency", "b200");
+  const ModelSpec m = read_model_config(kRoot + "/models/latency/configs/qwen3.5-397b-a17b.json");
+  ASSERT_TRUE(m.attn_output_gate);
+  const CalibratedLatencyModel tp8(m, hw.gpu("b200"), 8, DType::kBf16, DType::kBf16, t, {});
+  int qkv = 0;
+  for (const auto& g : tp8.token_gemm_shapes())
+    if (g.k == 4096 && g.count == 1 && g.n == 2560) ++qkv;
+  EXPECT_EQ(qkv, 15);  // one per full-attention layer
+}
+
 }  // namespace
 }  // namespace kvsim
