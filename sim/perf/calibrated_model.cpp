@@ -138,6 +138,12 @@ CalibratedLatencyModel::CalibratedLatencyModel(const ModelSpec& m, const GpuSpec
     const std::string dsa_kv = kv_dtype == DType::kFp8DsMla ? "fp8" : kv;
     if (dsa_module_rows && all_dsa && !dsa_kv.empty() && heads == std::floor(heads)) {
       dsa_generation_ = MlaModuleTable(tables.dsa_generation, gemm, dsa_kv, static_cast<int>(heads));
+      // NVFP4 weights have no rows of their own (the collection is FP8-block only): the indexer, top-k and
+      // sparse-attention kernels that make most of a row (64.6 us of the B200 row at one token) do not
+      // depend on the weights' format; the FP8 rows, whose projections read about 2 x NVFP4's bytes (a
+      // few us a layer). Without them these layers fell to a roofline with no indexer kernels (3 us).
+      if (dsa_generation_.empty() && gemm == "nvfp4")
+        dsa_generation_ = MlaModuleTable(tables.dsa_generation, "fp8_block", dsa_kv, static_cast<int>(heads));
       dsa_module_ = !dsa_generation_.empty();
     }
   }

@@ -144,5 +144,25 @@ TEST(OperatorFloors, AGatedAttentionOutputWidensTheQueryProjection) {
   EXPECT_EQ(qkv, 15);  // one per full-attention layer
 }
 
+// GLM-5 with NVFP4 weights decodes its DSA layers from the FP8-block module rows (the only format
+// models/latency/b200/dsa_generation.csv has): the same decode attention as with FP8 weights.
+TEST(OperatorFloors, NvFp4DsaLayersDecodeFromTheFp8ModuleRows) {
+  const HardwareCatalog hw = load_hardware_catalog(kRoot + "/models/hardware");
+  const LatencyTables t = with_dsa_module_rows(load_latency_tables(kRoot + "/models/latency", "b200"));
+  const ModelSpec m = read_model_config(kRoot + "/models/latency/configs/glm-5.json");
+  const auto model = [&](DType w) {
+    return CalibratedLatencyModel(m, hw.gpu("b200"), 8, w, DType::kBf16, t, {}, {}, {}, {}, 0, false, false, true);
+  };
+  const CalibratedLatencyModel fp8 = model(DType::kFp8), nvfp4 = model(DType::kNvfp4);
+  ASSERT_TRUE(fp8.uses_dsa_module_table());
+  EXPECT_TRUE(nvfp4.uses_dsa_module_table());
+  BatchShape b;
+  b.num_tokens = b.num_decode_requests = 4;
+  b.decode_context_tokens = b.decode_context_tokens_windowed = 4 * 1000;
+  b.decode_context_tokens_sparse = 4 * 1000;
+  EXPECT_DOUBLE_EQ(nvfp4.breakdown(b).decode_attention_s, fp8.breakdown(b).decode_attention_s);
+  EXPECT_GT(nvfp4.breakdown(b).decode_attention_s, 78 * 50e-6);  // every B200 DSA row at 8 heads > 50 us
+}
+
 }  // namespace
 }  // namespace kvsim
