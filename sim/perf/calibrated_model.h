@@ -7,22 +7,27 @@
 //   t = L(N) + H(S) + sum_moe_layers MoE(N) + A_prefill + A_decode + State + AR(N) + c0 + c1 * R
 //
 //   L(N)  all token-level work as one pre-tabulated curve of N = num_tokens: per layer the QKV and
-//         output projections (GQA layers; MLA and state layers get one GEMM of k = hidden whose width
-//         is their share of the remaining active parameters), dense MLP (gate+up, down) or the MoE
-//         router and shared expert, four memory-bound element-wise kernels (norms, rope + cache
-//         write, activation; bytes / (eta_m * BW) + floor each); plus the embedding gather.
+//         output projections (GQA layers, the query twice as wide with a gated output; MLA and state
+//         layers get one GEMM of k = hidden whose width is their share of the remaining active
+//         parameters, the MLA latent down-projections and DSA indexer whole on every TP rank), dense MLP
+//         (gate+up, down) or the MoE router (always BF16) and shared expert, four memory-bound
+//         element-wise kernels (norms, rope + cache write, activation; bytes / (eta_m * BW) + floor
+//         each); plus the embedding gather.
 //         GEMMs come from GemmTable (exact at measured points, utilisation held beyond the grid):
 //         FP8 weights use the GPU's measured FP8 GEMM rows where it has them (gemm_fp8.csv), other
-//         formats scale the BF16 time by SOL(dtype) / SOL(bf16), with the format's stored bytes per
-//         weight, scales included (INT4 4.125, MXFP4 4.25, NVFP4 4.5 bits).
+//         formats scale the BF16 time above the fitted per-call floor by SOL(dtype) / SOL(bf16), with
+//         the format's stored bytes per weight, scales included (INT4 4.125, MXFP4 4.25, NVFP4 4.5 bits).
 //   H(S)  LM head GEMM over S = sampled tokens (decode requests + prefill requests), in BF16.
 //   MoE   fused expert kernel per MoE layer from the GPU's MoE table (moe_table.h: measured
 //         utilisation at balanced routing's N k / E tokens per expert, FP8 rows for FP8 experts), else
 //         per_call + per_byte * (touched experts' weights + activations) + per_flop * 6 N k h I / TP
-//         on the fitted roofline (uniform routing, no expert parallelism).
+//         on the fitted roofline (uniform routing, no expert parallelism); a table-priced call is no
+//         faster than the table's fastest row.
 //   A     per attention layer: GQA/sliding from fits of the attention tables for the layer's per-GPU
-//         shape (prefill a + b * pairs + c * tokens; decode a + b * batch + c * sum context);
-//         MLA layers by roofline with the tables' achieved attention efficiencies; with
+//         shape (prefill a + b * pairs + c * tokens; decode a + b * batch + c * sum context), a shape
+//         without rows by roofline whose decode is no faster than the GPU's fastest decode row;
+//         MLA layers by roofline with the tables' achieved attention efficiencies (the same decode
+//         floor); with
 //         engine.mla_attention module_rows, those of the DeepSeek-V3 shape (Kimi-K2.5 too) from the
 //         measured attention-module rows (mla_module_table.h: projections + attention + o_proj, so their
 //         projections leave L(N)); with auto (default) or module_rows, GLM-5's DSA layers decode from
