@@ -1,5 +1,6 @@
 #include "sim/app/step_command.h"
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 
 #include "sim/app/commands.h"
@@ -13,10 +14,20 @@ namespace po = boost::program_options;
 namespace kvsim {
 namespace {
 
+// The most requests (decodes, prefill chunks) one priced step may hold: far above any engine's batch (vLLM's
+// max_num_seqs 1,024), low enough that the shape is built in moments and no count overflows.
+constexpr int64_t kMaxStepRequests = 1 << 20;
+
 int64_t non_negative(const po::variables_map& vm, const char* key) {
   const int64_t v = vm[key].as<int64_t>();
   if (v < 0) throw InputError(std::string("step: --") + key + " must be >= 0 (got " + std::to_string(v) + ")");
   return v;
+}
+
+void at_most_requests(int64_t v, const char* key) {
+  if (v > kMaxStepRequests)
+    throw InputError(std::string("step: --") + key + " must be <= " + std::to_string(kMaxStepRequests) + " (got " +
+                     std::to_string(v) + ")");
 }
 
 }  // namespace
@@ -27,7 +38,8 @@ int run_step_command(const std::vector<std::string>& args, std::ostream& out) {
       "with, split by operator (calibrated model) or pipeline stage (PP). The batch: --decode requests, each with "
       "--context tokens cached, plus --prefills chunks of --prefill tokens after --prefill-cached computed ones. "
       "Repeat --decode for one line per batch size (a TPOT-against-batch curve). Times are per step of one "
-      "instance (one GPU of its TP group); the per-step overhead is the engine's (models/latency/overhead.csv)",
+      "instance (one GPU of its TP group); the per-step overhead is the engine's (models/latency/overhead.csv). "
+      "Not in the step: a hybrid model's prefix-cache state copies (a run adds them where a step crosses a block)",
       kHelpLineLength, kHelpLineLength / 2);
   // clang-format off
   desc.add_options()
@@ -65,6 +77,7 @@ int run_step_command(const std::vector<std::string>& args, std::ostream& out) {
   base.prefill_tokens = non_negative(vm, "prefill");
   base.prefills = base.prefill_tokens > 0 ? non_negative(vm, "prefills") : 0;
   base.prefill_cached = non_negative(vm, "prefill-cached");
+  at_most_requests(base.prefills, "prefills");
   if (base.prefill_tokens > 0 && base.prefills == 0) throw InputError("step: --prefills must be >= 1 with --prefill");
   if (base.prefill_tokens == 0 && !vm["prefills"].defaulted())
     throw InputError("step: --prefills needs --prefill (the tokens of each chunk)");
@@ -78,6 +91,7 @@ int run_step_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   for (int64_t d : decodes) {
     if (d < 0) throw InputError("step: --decode must be >= 0 (got " + std::to_string(d) + ")");
+    at_most_requests(d, "decode");
     if (d > 0 && base.context < 1)
       throw InputError("step: --decode needs --context >= 1 (the tokens each decode request has cached)");
     if (d == 0 && base.prefill_tokens == 0) throw InputError("step: --decode 0 without --prefill is an empty step");
@@ -96,9 +110,19 @@ int run_step_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   const PoolModel m = build_pool_model(s, pool);
   const PoolSettings& p = s.cluster.pools[pool];
-  if (base.context + 1 > m.engine.max_model_len || base.prefill_cached + base.prefill_tokens > m.engine.max_model_len)
-    throw InputError("step: a request longer than the engine's max_model_len " +
-                     std::to_string(m.engine.max_model_len) + " tokens");
+  // What a run can schedule: a prompt below max_model_len (EngineInstance::submit refuses prompt >=
+  // max_model_len) and computed + scheduled <= max_model_len - 1 (the scheduler's cap), so a decode reads at
+  // most max_model_len - 2 cached tokens.
+  const bool any_decode = std::any_of(decodes.begin(), decodes.end(), [](int64_t d) { return d > 0; });
+  if (any_decode && base.context > m.engine.max_model_len - 2)
+    throw InputError("step: --context " + std::to_string(base.context) + " is more than a decode can have cached " +
+                     "under the engine's max_model_len " + std::to_string(m.engine.max_model_len) + " (at most " +
+                     std::to_string(m.engine.max_model_len - 2) + ")");
+  if (base.prefill_cached + base.prefill_tokens > m.engine.max_model_len - 1)
+    throw InputError("step: --prefill-cached + --prefill " + std::to_string(base.prefill_cached + base.prefill_tokens) +
+                     " tokens is more than a prompt can have under the engine's max_model_len " +
+                     std::to_string(m.engine.max_model_len) + " (at most " +
+                     std::to_string(m.engine.max_model_len - 1) + ")");
   out << "step: " << m.model.name << " on " << m.gpu << ", TP " << p.engine.tensor_parallel_size << ", "
       << p.engine.kind << ", latency model " << m.latency->name() << " (pool " << p.name << ")\n";
   // A run never schedules these; the tool prices them all the same (what a larger setting would cost).

@@ -1,5 +1,6 @@
 #include "sim/app/step_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -83,7 +84,11 @@ void print_step_table(const PoolModel& m, const std::vector<StepRequest>& lines,
                   r.allreduce_s, r.parallel_s, r.block_s, r.eager_floor_s, r.overhead_s});
     } else if (pipe) {
       const PipelineBreakdown r = pipe->breakdown(b);
-      print_line(out, q, b, b.num_tokens, r.total, {r.stage_sum_s, r.stage_max_s, r.send_s, r.overhead_s});
+      // The overhead as the total holds it: the calibrated stages' c0 + c1 x requests, or the roofline's fixed
+      // step overhead (StepOverhead::fixed, outside overhead_s).
+      const double paced = std::max(r.stage_sum_s, r.micro_batches * r.stage_max_s);
+      print_line(out, q, b, b.num_tokens, r.total,
+                 {r.stage_sum_s, r.stage_max_s, r.send_s, r.total.seconds() - paced - r.send_s});
     } else {
       print_line(out, q, b, b.num_tokens, m.latency->step_time(b), {});
     }

@@ -468,7 +468,8 @@ ModelSpec model_from_json(const JsonValue& doc, const std::string& source, const
   }
   // Flags the parameter count reads: a non-boolean was read as false.
   c.boolean_or("attention_bias", false);
-  spec.attn_output_gate = spec.model_type == "qwen3_next" || c.boolean_or("attn_output_gate", false);
+  const bool gate = c.boolean_or("attn_output_gate", false);  // checked whatever the model type
+  spec.attn_output_gate = spec.model_type == "qwen3_next" || gate;
 
   if (const JsonValue* vis = doc.find("vision_config"); vis && !vis->is_null() && !vis->is_object())
     throw InputError(source + ": vision_config: must be an object (a string or number was read as no vision tower)");

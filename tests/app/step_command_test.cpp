@@ -2,6 +2,7 @@
 // up, and its per-step overhead is the engine's row of models/latency/overhead.csv.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -121,7 +122,9 @@ TEST(StepCommand, BadBatchesAreRefusedNamingTheOption) {
       {"--prefill 100 --prefills 0", "--prefills must be >= 1"},
       {"--prefill-cached 10 --decode 1 --context 9", "--prefill-cached needs --prefill"},
       {"--decode 1 --context 10 --pool nope", "no pool 'nope' (known: default)"},
-      {"--decode 1 --context 100000000", "longer than the engine's max_model_len"},
+      {"--decode 1 --context 100000000", "more than a decode can have cached"},
+      {"--decode 2000000 --context 10", "--decode must be <= 1048576"},
+      {"--prefill 10 --prefills 2000000", "--prefills must be <= 1048576"},
   };
   for (const auto& c : cases) {
     const CliResult r = run_kvsim("step " + s + " " + c.args);
@@ -131,6 +134,41 @@ TEST(StepCommand, BadBatchesAreRefusedNamingTheOption) {
   const CliResult none = run_kvsim("step --decode 1 --context 5");
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.out.find("step: no scenario given"), std::string::npos) << none.out;
+}
+
+// Qwen3-8B's max_model_len is its 40,960-token context: a decode can have at most 40,958 cached (the
+// scheduler keeps computed + scheduled <= max_model_len - 1) and a prompt at most 40,959 tokens (the engine
+// refuses a prompt of max_model_len or more).
+TEST(StepCommand, RefusesWhatARunCannotSchedule) {
+  const std::string s = scenario("step_len.yaml", "vllm", 1, 100);
+  EXPECT_EQ(run_kvsim("step " + s + " --decode 1 --context 40958").exit_code, 0);
+  EXPECT_EQ(run_kvsim("step " + s + " --decode 1 --context 40959").exit_code, 2);
+  EXPECT_EQ(run_kvsim("step " + s + " --prefill 40959").exit_code, 0);
+  const CliResult r = run_kvsim("step " + s + " --prefill 40960");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("more than a prompt can have under the engine's max_model_len 40960 (at most 40959)"),
+            std::string::npos)
+      << r.out;
+  // A prefill-only step does not check --context.
+  EXPECT_EQ(run_kvsim("step " + s + " --prefill 100 --context 99999999").exit_code, 0);
+}
+
+// Under PP the columns are the pipeline's terms and add up to the total with M = min(PP, requests)
+// micro-batches: total = max(stage_sum, M x stage_max) + send + overhead, also for the roofline model, whose
+// fixed step overhead (the GPU file's step_overhead) is in the overhead column.
+TEST(StepCommand, PipelineColumnsAddUpToTheTotal) {
+  for (const char* model : {"roofline", "calibrated"}) {
+    const CliResult r = run_kvsim(
+        "step scenarios/quickstart.yaml --set engine.pipeline_parallel_size=2 --set "
+        "engine.latency_model=" +
+        std::string(model) + " --decode 8 --context 500");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const std::vector<double> v = line_of(r.out, 8);
+    ASSERT_EQ(v.size(), kFirstPart + 4) << r.out;
+    const double sum = v[kFirstPart], max = v[kFirstPart + 1], send = v[kFirstPart + 2], over = v[kFirstPart + 3];
+    EXPECT_GT(over, 0.0) << model;
+    EXPECT_NEAR(std::max(sum, 2 * max) + send + over, v[kTotal], 2e-4) << model;
+  }
 }
 
 TEST(ValidateExplain, PrintsTheSteadyDecodeStepAndOnePromptsPrefill) {
