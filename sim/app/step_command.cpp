@@ -118,8 +118,10 @@ int run_step_command(const std::vector<std::string>& args, std::ostream& out) {
     throw InputError("step: --context " + std::to_string(base.context) + " is more than a decode can have cached " +
                      "under the engine's max_model_len " + std::to_string(m.engine.max_model_len) + " (at most " +
                      std::to_string(m.engine.max_model_len - 2) + ")");
-  if (base.prefill_cached + base.prefill_tokens > m.engine.max_model_len - 1)
-    throw InputError("step: --prefill-cached + --prefill " + std::to_string(base.prefill_cached + base.prefill_tokens) +
+  if (base.prefill_cached > m.engine.max_model_len - 1 ||
+      base.prefill_tokens > m.engine.max_model_len - 1 - base.prefill_cached)  // no overflow of the sum
+    throw InputError("step: --prefill-cached " + std::to_string(base.prefill_cached) + " + --prefill " +
+                     std::to_string(base.prefill_tokens) +
                      " tokens is more than a prompt can have under the engine's max_model_len " +
                      std::to_string(m.engine.max_model_len) + " (at most " +
                      std::to_string(m.engine.max_model_len - 1) + ")");

@@ -144,6 +144,8 @@ TEST(StepCommand, RefusesWhatARunCannotSchedule) {
   EXPECT_EQ(run_kvsim("step " + s + " --decode 1 --context 40958").exit_code, 0);
   EXPECT_EQ(run_kvsim("step " + s + " --decode 1 --context 40959").exit_code, 2);
   EXPECT_EQ(run_kvsim("step " + s + " --prefill 40959").exit_code, 0);
+  EXPECT_EQ(run_kvsim("step " + s + " --prefill 9223372036854775807 --prefill-cached 9223372036854775807").exit_code,
+            2);
   const CliResult r = run_kvsim("step " + s + " --prefill 40960");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("more than a prompt can have under the engine's max_model_len 40960 (at most 40959)"),
