@@ -302,19 +302,22 @@ Scenario validation_scenario(const ValidationPoint& p, const ValidationProtocol&
   y += "  max_num_seqs: " + std::to_string(max_seqs) + "\n";
   if (cols) {
     // The row's columns first; where one is empty, the generator's flag (--deployment aiconfigurator).
-    DeploymentFlags d{p.max_num_batched_tokens, p.enable_chunked_prefill, p.max_prefill_tokens, p.enable_mixed_chunk};
+    DeploymentFlags d{p.max_num_batched_tokens, p.enable_chunked_prefill, p.max_prefill_tokens, p.enable_mixed_chunk,
+                      std::nullopt};
     if (protocol.deployment == ValidationProtocol::Deployment::kAiconfigurator) {
       const DeploymentFlags g = generator_deployment(p);
       if (!d.max_num_batched_tokens) d.max_num_batched_tokens = g.max_num_batched_tokens;
       if (!d.enable_chunked_prefill) d.enable_chunked_prefill = g.enable_chunked_prefill;
       if (!d.max_prefill_tokens) d.max_prefill_tokens = g.max_prefill_tokens;
       if (!d.enable_mixed_chunk) d.enable_mixed_chunk = g.enable_mixed_chunk;
+      d.max_model_len = g.max_model_len;
     }
     const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
     if (d.max_num_batched_tokens) y += "  max_num_batched_tokens: " + std::to_string(*d.max_num_batched_tokens) + "\n";
     if (d.enable_chunked_prefill) y += "  enable_chunked_prefill: " + flag(*d.enable_chunked_prefill) + "\n";
     if (d.max_prefill_tokens) y += "  max_prefill_tokens: " + std::to_string(*d.max_prefill_tokens) + "\n";
     if (d.enable_mixed_chunk) y += "  enable_mixed_chunk: " + flag(*d.enable_mixed_chunk) + "\n";
+    if (d.max_model_len) y += "  max_model_len: " + std::to_string(*d.max_model_len) + "\n";
   }
   if (p.disagg) y += "cluster:\n" + disaggregated_cluster_yaml(*p.disagg);
   y += "workload:\n  synthetic:\n";
@@ -368,7 +371,8 @@ int run_validate_command(const std::vector<std::string>& args, std::ostream& out
     ("deployment", po::value<std::string>(),
      "scheduler settings of a row whose scheduler columns are empty: engine-defaults, or aiconfigurator (the flags "
      "aiconfigurator's config generator emitted on the row's `measured` date: TRT-LLM max_num_tokens = c + isl + "
-     "1500 without chunking, vLLM max_num_batched_tokens = c + isl + 1500 from 2026-01-08, SGLang "
+     "1500 without chunking, vLLM max_num_batched_tokens = c + isl + 1500 and max_model_len = isl + osl + 1500 "
+     "from 2026-01-08, SGLang "
      "max_prefill_tokens = isl + 1500 and enable_mixed_chunk from 2026-01-19); overrides the file's "
      "'# protocol:' line (deployment=...); default engine-defaults")
     ("kv-dtype", po::value<std::string>(),

@@ -114,6 +114,7 @@ struct DeploymentFlags {
   std::optional<bool> enable_chunked_prefill;     // TRT-LLM enable_chunked_prefill
   std::optional<int64_t> max_prefill_tokens;      // SGLang --max-prefill-tokens
   std::optional<bool> enable_mixed_chunk;         // SGLang --enable-mixed-chunk
+  std::optional<int64_t> max_model_len;           // vLLM --max-model-len
 };
 DeploymentFlags generator_deployment(const ValidationPoint& p);
 

@@ -32,7 +32,12 @@ DeploymentFlags generator_deployment(const ValidationPoint& p) {
     // agg max_num_tokens = max_batch_size + isl + 1500 (rule_plugin/vllm.rule since 2025-12-04, #144),
     // passed as --max-num-batched-tokens only since 2026-01-08 (#238: "include --max-model-len and
     // --max-num-batched-tokens in vllm run.sh"); chunked prefill stays vLLM's (on).
-    if (date >= "2026-01-08") f.max_num_batched_tokens = batch + p.isl + 1500;
+    // The same change passes --max-model-len = isl + osl + 1500 (rule_plugin/vllm.rule `agg max_seq_len`,
+    // aiconfigurator 2cecd6596): a model whose default context does not fit the KV cache still starts.
+    if (date >= "2026-01-08") {
+      f.max_num_batched_tokens = batch + p.isl + 1500;
+      f.max_model_len = p.isl + p.osl + 1500;
+    }
   } else if (p.engine == "sglang") {
     // agg_prefill_decode max_prefill_tokens = isl + 1500 (rule_plugin/sglang.rule since 2025-12-04, #144);
     // agg enable_mixed_chunk = true since 2026-01-19 (#257, with the flag's name fixed in #258).

@@ -111,9 +111,15 @@ TEST(ValidateProtocol, GeneratorDeploymentFollowsTheRulesInForceOnTheMeasuredDat
   p.engine = "vllm";
   p.measured = "2026-01-07";  // the rule existed, run.sh did not pass it yet
   EXPECT_FALSE(generator_deployment(p).max_num_batched_tokens.has_value());
+  EXPECT_FALSE(generator_deployment(p).max_model_len.has_value());
   p.measured = "2026-01-08";
   f = generator_deployment(p);
   EXPECT_EQ(f.max_num_batched_tokens, 2532);
+  EXPECT_EQ(f.max_model_len, 1024 + 128 + 1500);  // --max-model-len isl + osl + 1500, the same change
+  ValidationProtocol generator;
+  generator.deployment = ValidationProtocol::Deployment::kAiconfigurator;
+  EXPECT_EQ(validation_scenario(p, generator, "models/hardware", "calibrated").engine.max_model_len, 2652);
+  EXPECT_FALSE(validation_scenario(p, ValidationProtocol{}, "models/hardware", "calibrated").engine.max_model_len);
   EXPECT_FALSE(f.enable_chunked_prefill.has_value());  // vLLM keeps chunked prefill on
 
   p.engine = "sglang";
