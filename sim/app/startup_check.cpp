@@ -41,4 +41,23 @@ void check_engine_startup(const EngineConfig& c, const EngineSettings& e, const 
                    ".max_model_len");
 }
 
+void cap_sglang_context_to_pool(EngineConfig& c) {
+  if (c.step_policy != StepPolicy::kSglang) return;
+  const int64_t usable = c.layout.num_blocks - 1;
+  const int64_t groups = static_cast<int64_t>(c.layout.groups.size());
+  if (usable / std::max<int64_t>(groups, 1) > c.max_model_len / c.layout.block_size + 2) return;  // fits
+  const KvCacheCoordinator kv(c, c.max_num_batched_tokens);
+  // The check_engine_startup rule for SGLang, as a function of the context length L.
+  const auto fits = [&](int64_t len) {
+    return std::max(kv.blocks_for_request(len), len / c.layout.block_size + 1) <= usable;
+  };
+  if (fits(c.max_model_len) || !fits(2)) return;
+  int64_t lo = 2, hi = c.max_model_len;  // fits(lo), !fits(hi)
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  c.max_model_len = lo;
+}
+
 }  // namespace kvsim

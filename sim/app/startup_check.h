@@ -19,4 +19,12 @@ namespace kvsim {
 // where.engine_key (engine, or cluster.pools[i].engine).
 void check_engine_startup(const EngineConfig& config, const EngineSettings& settings, const ResolveContext& where);
 
+// SGLang does not refuse a pool smaller than the context: its TpModelWorker sets max_req_len =
+// min(context_len - 1, max_total_num_tokens - 1) and clips each request to it (tp_worker.py), asserting
+// only that the pool holds something. For SGLang's scheduler (StepPolicy::kSglang) this lowers
+// config.max_model_len to the longest request the pool admits (kvsim's longest request is max_model_len - 1
+// tokens; SGLang's admission needs fewer tokens than the free ones), so check_engine_startup passes; a
+// pool that admits no request at all is left to it. Other engines: unchanged.
+void cap_sglang_context_to_pool(EngineConfig& config);
+
 }  // namespace kvsim

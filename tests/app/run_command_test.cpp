@@ -166,5 +166,35 @@ TEST(RunHelp, DocumentsOptions) {
   for (const char* c : {"size", "run", "bench"}) EXPECT_NE(top.out.find(c), std::string::npos);
 }
 
+// SGLang starts with a KV pool smaller than the context and clips requests to it (tp_worker.py:
+// max_req_len = min(context_len - 1, max_total_num_tokens - 1); max_new_tokens clipped to max_req_len -
+// input). Pool: 33 blocks of 16, one of them the null block, 512 tokens; context 512: max_req_len 511, so
+// a 467-token prompt asking for 45 tokens gets 511 - 467 = 44. (kvsim refused this configuration before.)
+TEST(SglangContext, APoolBelowTheContextClipsRequestsAsSglangDoes) {
+  const std::string dir = ::testing::TempDir();
+  const std::string yaml = dir + "sglang_pool.yaml", csv = dir + "sglang_pool.csv";
+  std::ofstream(yaml) << "model: " << KVSIM_SOURCE_DIR
+                      << "/models/qwen3-8b.json\ngpu: h100-sxm\nhardware_dir: " << KVSIM_SOURCE_DIR
+                      << "/models/hardware\nengine: {max_model_len: 512, block_size: 16, num_gpu_blocks: 33, "
+                         "enable_prefix_caching: false, scheduler: sglang}\nworkload:\n  synthetic: {kind: poisson, "
+                         "rate: 1, num_requests: 2, input_tokens: 467, output_tokens: 45}\n";
+  const auto r = run_kvsim("run " + yaml + " -q --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);  // header: ...,prompt_tokens,output_tokens,requested_output_tokens,...
+  int rows = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    ASSERT_GE(f.size(), 8u) << line;
+    EXPECT_EQ(f[5], "467");
+    EXPECT_EQ(f[6], "44");
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2);
+}
+
 }  // namespace
 }  // namespace kvsim
