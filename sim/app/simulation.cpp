@@ -201,7 +201,6 @@ EngineConfig resolve_pool(const Scenario& s, const PoolSettings& p, const ModelS
   const ResolveContext where = pool_context(s, p);
   const GpuSpec& gpu = lookup_gpu(hw, p.gpu, s.path + ": " + where.gpu_key);
   EngineConfig cfg = resolve_engine_config(p.engine, model, gpu, where);
-  cap_sglang_context_to_pool(cfg);  // before anything checks max_model_len
   cfg.kv_offload =
       resolve_kv_offload(p.engine.kv_offload, cfg.layout, p.engine.tensor_parallel_size,
                          p.engine.pipeline_parallel_size, cfg.enable_prefix_caching, hw, s.path, where.engine_key);

@@ -6,7 +6,9 @@
 //    budget is not raised, so only an explicit engine.max_num_batched_tokens is refused).
 //  - vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory: the KV cache must hold one request
 //    of max_model_len tokens ("To serve at least one request with the model's max seq len ...").
-//    Applied to the pool from memory and to num_gpu_blocks alike.
+//    Applied to the pool from memory and to num_gpu_blocks alike. (SGLang starts anyway and clips requests
+//    to its pool: resolve_engine_config lowers its max_model_len, so only a pool that admits nothing is
+//    refused for it.)
 #include <string>
 
 #include "sim/engine/engine_config.h"
@@ -18,13 +20,5 @@ namespace kvsim {
 // `config` as resolve_engine_config made it from `settings`; errors name where.file and
 // where.engine_key (engine, or cluster.pools[i].engine).
 void check_engine_startup(const EngineConfig& config, const EngineSettings& settings, const ResolveContext& where);
-
-// SGLang does not refuse a pool smaller than the context: its TpModelWorker sets max_req_len =
-// min(context_len - 1, max_total_num_tokens - 1) and clips each request to it (tp_worker.py), asserting
-// only that the pool holds something. For SGLang's scheduler (StepPolicy::kSglang) this lowers
-// config.max_model_len to the longest request the pool admits (kvsim's longest request is max_model_len - 1
-// tokens; SGLang's admission needs fewer tokens than the free ones), so check_engine_startup passes; a
-// pool that admits no request at all is left to it. Other engines: unchanged.
-void cap_sglang_context_to_pool(EngineConfig& config);
 
 }  // namespace kvsim

@@ -14,12 +14,9 @@ namespace {
 // The step's shape as the engine builds it (EngineInstance::batch_shape): the same window and top-k, and
 // every request of a model with recurrent state reads and writes it (no checkpoint copies).
 BatchShape shape_of(const StepRequest& q, const EngineConfig& engine) {
-  int64_t window = 0;
-  bool state = false;
-  for (const KvCacheGroup& g : engine.layout.groups) {
-    if (g.kind == KvGroupKind::kSlidingWindow && window == 0) window = g.window;
-    if (g.kind == KvGroupKind::kState) state = true;
-  }
+  const int64_t window = engine.layout.first_window();
+  const bool state = std::any_of(engine.layout.groups.begin(), engine.layout.groups.end(),
+                                 [](const KvCacheGroup& g) { return g.kind == KvGroupKind::kState; });
   BatchShape b;
   for (int64_t i = 0; i < q.decodes; ++i) add_decode(b, q.context, window, engine.sparse_topk);
   for (int64_t i = 0; i < q.prefills; ++i)

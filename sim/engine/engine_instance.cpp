@@ -21,12 +21,7 @@ EngineInstance::EngineInstance(SimContext& ctx, EngineConfig config, const ILate
     scheduler_.set_offload(offload_.get());
     scheduler_.kv().pool().set_allocation_log(&allocated_);
   }
-  for (const KvCacheGroup& g : config_.layout.groups) {
-    if (g.kind == KvGroupKind::kSlidingWindow) {
-      window_ = g.window;
-      break;
-    }
-  }
+  window_ = config_.layout.first_window();
 }
 
 void EngineInstance::submit(RequestSpec spec, SimTime arrival) { submit(std::move(spec), arrival, RemoteKv::kNone); }

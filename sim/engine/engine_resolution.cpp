@@ -6,6 +6,7 @@
 
 #include "sim/core/errors.h"
 #include "sim/core/units.h"
+#include "sim/engine/kv_cache_coordinator.h"
 #include "sim/model/parallel_layout.h"
 #include "sim/model/sizing.h"
 
@@ -48,6 +49,38 @@ int all_mode_block_size(const ModelSpec& model, int block, DType kv, const State
   const auto p_attn = static_cast<int64_t>(std::ceil(attention_bytes_per_token(*attn, kv, tp)));
   const int64_t tokens = (state_bytes(*state, dt, tp) + p_attn - 1) / p_attn;
   return static_cast<int>(std::max<int64_t>(block, l * ((tokens + l - 1) / l)));
+}
+
+}  // namespace
+
+int64_t blocks_to_admit(const EngineConfig& c, int64_t len) {
+  const int64_t usable = c.layout.num_blocks - 1;  // block 0 is vLLM's null block
+  const int64_t groups = std::max<int64_t>(static_cast<int64_t>(c.layout.groups.size()), 1);
+  const int64_t at_least = len / c.layout.block_size + 1;
+  // One block per token covers any group layout: only a small pool needs the count.
+  if (usable / groups > at_least + 1) return at_least;
+  int64_t needed = KvCacheCoordinator(c, c.max_num_batched_tokens).blocks_for_request(len);
+  if (c.step_policy == StepPolicy::kSglang) needed = std::max(needed, at_least);
+  return needed;
+}
+
+namespace {
+
+// SGLang starts with a pool smaller than the context and clips requests to it (tp_worker.py: max_req_len =
+// min(context_len - 1, max_total_num_tokens - 1), max_new_tokens clipped; it asserts only that the pool holds
+// something), where vLLM refuses at start-up: max_model_len becomes the longest request the pool admits
+// (kvsim's longest request is max_model_len - 1 tokens). A pool that admits nothing is left to the start-up
+// check.
+void cap_context_to_pool(EngineConfig& c) {
+  const int64_t usable = c.layout.num_blocks - 1;
+  const auto fits = [&](int64_t len) { return blocks_to_admit(c, len) <= usable; };
+  if (fits(c.max_model_len) || !fits(2)) return;
+  int64_t lo = 2, hi = c.max_model_len;  // fits(lo), !fits(hi)
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  c.max_model_len = lo;
 }
 
 }  // namespace
@@ -243,6 +276,7 @@ EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& mod
   c.prefix_match_unit = e.prefix_match_unit;
   c.default_block_size = default_block;
   c.kv_connector_partial_hybrid_hits = e.kv_connector_partial_hybrid_hits;
+  if (sglang) cap_context_to_pool(c);
   return c;
 }
 

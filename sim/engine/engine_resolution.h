@@ -25,6 +25,12 @@ struct ResolveContext {
 EngineConfig resolve_engine_config(const EngineSettings& e, const ModelSpec& model, const GpuSpec& gpu,
                                    const ResolveContext& where);
 
+// Blocks an empty cache must hold to admit one request of `len` tokens: the coordinator's count and, under
+// SGLang's scheduler, one token more (PrefillAdder.add_one_req answers NO_TOKEN when a request's tokens are
+// >= the free ones; free = free blocks x block size). Cheap when the pool is plainly large enough: then
+// len / block_size + 1, without building a coordinator.
+int64_t blocks_to_admit(const EngineConfig& c, int64_t len);
+
 // GPUs that share NVLink: the node (gpus_per_node), or the GPU's rack-scale NVLink domain where the
 // catalog names one (GB200 / GB300 NVL72: 72 GPUs over 18 trays of 4), whichever is larger.
 inline int nvlink_domain(const EngineSettings& e, const GpuSpec& gpu) {

@@ -25,6 +25,12 @@ struct KvCacheLayout {
   int64_t bytes_per_block = 0;  // memory one block id takes: page x group_size (or sum of pages)
   int64_t num_blocks = 0;       // blocks in the pool, including vLLM's null block (block 0)
   std::string describe() const;
+  // The window of the first sliding-window group (0: none): the one the step's windowed aggregates use.
+  int first_window() const {
+    for (const KvCacheGroup& g : groups)
+      if (g.kind == KvGroupKind::kSlidingWindow) return g.window;
+    return 0;
+  }
 };
 
 }  // namespace kvsim

@@ -32,8 +32,9 @@ MoeTable::MoeTable(const std::vector<MoePoint>& points, const PeakRates& peak) {
   std::map<std::tuple<double, double, int, int, int>, std::map<double, double>> rows;
   for (const auto& [key, by_n] : sums)
     for (const auto& [n, sc] : by_n) {
-      rows[key][n] = sc.first / sc.second;
-      if (min_call_s_ == 0 || rows[key][n] < min_call_s_) min_call_s_ = rows[key][n];
+      const double seconds = sc.first / sc.second;
+      rows[key][n] = seconds;
+      if (min_call_s_ == 0 || seconds < min_call_s_) min_call_s_ = seconds;
     }
   for (const auto& [key, by_n] : rows) {
     Curve c;

@@ -6,7 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/app/simulation.h"
+#include "sim/model/config_reader.h"
 #include "sim/model/json.h"
+#include "sim/scenario/scenario.h"
 #include "tests/app/cli_runner.h"
 
 namespace kvsim {
@@ -178,6 +181,9 @@ TEST(SglangContext, APoolBelowTheContextClipsRequestsAsSglangDoes) {
                       << "/models/hardware\nengine: {max_model_len: 512, block_size: 16, num_gpu_blocks: 33, "
                          "enable_prefix_caching: false, scheduler: sglang}\nworkload:\n  synthetic: {kind: poisson, "
                          "rate: 1, num_requests: 2, input_tokens: 467, output_tokens: 45}\n";
+  // Every reader of the resolved engine sees the clipped context (validate's max_model_len check too).
+  const Scenario s = load_scenario(yaml);
+  EXPECT_EQ(resolve_engine_config(s, read_model_config(s.model)).max_model_len, 511);
   const auto r = run_kvsim("run " + yaml + " -q --csv " + csv);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::ifstream in(csv);
